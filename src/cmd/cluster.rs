@@ -1,0 +1,93 @@
+//! `weibo-etl cluster up|down|status`: the local HDFS + HBase + Thrift cluster.
+
+use anyhow::{Context as _, Result};
+use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
+use weibo_etl::report::Report;
+
+use super::Context;
+
+const EXAMPLES: &str = "\
+Examples:
+  weibo-etl cluster up          start it (first run downloads Maven artifacts: minutes)
+  weibo-etl cluster status      which of HDFS / Thrift1 / Thrift2 answer
+  weibo-etl cluster down        stop it (SIGTERM, clean shutdown)
+
+It listens on hdfs://127.0.0.1:9000 (NameNode), 127.0.0.1:9090 (HBase Thrift1) and
+127.0.0.1:9091 (HBase Thrift2). Logs, pid file and data live in target/local-cluster/.";
+
+/// Start, stop or inspect the local cluster: a real HDFS (MiniDFSCluster), HBase (mini
+/// cluster, root dir on that HDFS) and the HBase Thrift1 + Thrift2 gateways in one JVM,
+/// built from Maven artifacts by the project in cluster/.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Action {
+    /// Start the cluster in the background and wait until HDFS, HBase and Thrift answer
+    Up {
+        /// Give up waiting for READY after this many seconds
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Stop the cluster started by `up`
+    Down,
+    /// Show which services answer; exits 1 if not all do
+    Status,
+}
+
+pub fn run(ctx: &Context, args: Args) -> Result<()> {
+    let paths = ClusterPaths::discover();
+    let mut report = Report::new("cluster");
+    match args.action {
+        Action::Up { timeout } => {
+            let options = UpOptions {
+                ready_timeout: std::time::Duration::from_secs(timeout),
+                ..UpOptions::default()
+            };
+            let outcome = cluster::up(&paths, &options).context("starting the local cluster")?;
+            if outcome.already_running {
+                println!("cluster already running (hdfs://127.0.0.1:9000, thrift 127.0.0.1:9090, thrift2 127.0.0.1:9091)");
+            } else {
+                println!(
+                    "cluster up in {:.1}s: hdfs://127.0.0.1:9000, thrift 127.0.0.1:9090, thrift2 127.0.0.1:9091 (pid {}, log {})",
+                    outcome.seconds,
+                    outcome.pid.unwrap_or_default(),
+                    paths.log_file().display()
+                );
+            }
+            report.set("up", &outcome);
+        }
+        Action::Down => {
+            if cluster::down(&paths)? {
+                println!("cluster stopped");
+            } else {
+                println!(
+                    "no cluster was running (no live pid in {})",
+                    paths.pid_file().display()
+                );
+            }
+        }
+        Action::Status => {
+            let status = cluster::status(&paths);
+            let word = |up: bool| if up { "up" } else { "down" };
+            println!("hdfs    127.0.0.1:9000  {}", word(status.hdfs));
+            println!("thrift  127.0.0.1:9090  {}", word(status.thrift));
+            println!("thrift2 127.0.0.1:9091  {}", word(status.thrift2));
+            match status.pid {
+                Some(pid) => println!("pid     {pid}"),
+                None => println!("pid     - (not started by `cluster up`, or not running)"),
+            }
+            report.set("status", &status);
+            ctx.finish_report(&report, None)?;
+            if !status.all_up() {
+                anyhow::bail!("the local cluster is not fully up");
+            }
+            return Ok(());
+        }
+    }
+    ctx.finish_report(&report, None)
+}

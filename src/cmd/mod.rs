@@ -1,0 +1,172 @@
+//! The subcommands, one file each, and what they share: global options and the [`Context`]
+//! built from them.
+
+pub mod cluster;
+pub mod demo;
+pub mod fs;
+pub mod tables;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use weibo_etl::hbase::{self, admin, Timeouts};
+use weibo_etl::hdfs::{self, FileSystems};
+use weibo_etl::report::Report;
+
+const AFTER_HELP: &str = "\
+Exit codes (for cron):
+  0  ok: the job finished and its output is committed
+  1  failure: bad input file, I/O error, server-side error
+  2  bad usage: unknown flag, missing argument, malformed URL or date
+  3  rejected-data budget exceeded (--max-reject-ratio); nothing committed
+  4  HDFS unreachable (the message names the NameNode URL)
+  5  HBase Thrift gateway unreachable (the message names HOST:PORT)
+
+Examples:
+  weibo-etl demo                          run everything on the local cluster and sample_data/
+  weibo-etl cluster up                    start HDFS + HBase + Thrift on this machine
+  weibo-etl fs put sample_data hdfs:///weibo/raw/dt=2026-11-29
+  weibo-etl tables regions weibo:user     list a table's regions through Thrift";
+
+/// Batch ETL for a Weibo social graph kept in Hadoop: raw crawls on HDFS -> clean Parquet ->
+/// HBase (via Thrift), plus graph analytics.
+#[derive(Parser, Debug)]
+#[command(name = "weibo-etl", version, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// HDFS NameNode URL used for hdfs:/// paths [default: fs.defaultFS from
+    /// $HADOOP_CONF_DIR/core-site.xml, else hdfs://127.0.0.1:9000]
+    #[arg(long, global = true, value_name = "URL", env = "WEIBO_ETL_HDFS")]
+    pub hdfs: Option<String>,
+
+    /// HBase Thrift1 gateway
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST:PORT",
+        default_value = hbase::LOCAL_THRIFT,
+        env = "WEIBO_ETL_HBASE"
+    )]
+    pub hbase: String,
+
+    /// HBase Thrift2 gateway, used only for admin calls Thrift1 lacks (namespaces, pre-split
+    /// tables) [default: the --hbase host, port 9091]
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST:PORT",
+        env = "WEIBO_ETL_HBASE_ADMIN"
+    )]
+    pub hbase_admin: Option<String>,
+
+    /// HBase namespace holding the tables
+    #[arg(
+        long,
+        global = true,
+        default_value = "weibo",
+        env = "WEIBO_ETL_NAMESPACE"
+    )]
+    pub namespace: String,
+
+    /// Write the job's JSON report here (local path or hdfs:// URL)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub report: Option<String>,
+
+    /// More log output (-v debug, -vv trace)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Only warnings and errors; no progress bars
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    Cluster(cluster::Args),
+    Demo(demo::Args),
+    Fs(fs::Args),
+    Tables(tables::Args),
+}
+
+/// What a job needs from the global options, resolved once.
+pub struct Context {
+    pub global: Global,
+    pub fs: FileSystems,
+    pub timeouts: Timeouts,
+}
+
+impl Context {
+    pub fn new(global: Global) -> Self {
+        let default_fs = global
+            .hdfs
+            .clone()
+            .unwrap_or_else(hdfs::default_fs_from_env);
+        Context {
+            fs: FileSystems::new(default_fs),
+            global,
+            timeouts: Timeouts::default(),
+        }
+    }
+
+    pub fn admin_addr(&self) -> String {
+        self.global
+            .hbase_admin
+            .clone()
+            .unwrap_or_else(|| admin::default_admin_addr(&self.global.hbase))
+    }
+
+    /// Writes the report if `--report` was given, and logs where.
+    pub fn finish_report(&self, report: &Report, error: Option<&str>) -> Result<()> {
+        if let Some(url) = &self.global.report {
+            report.write(&self.fs, url, error)?;
+            log::info!("report written to {url}");
+        }
+        Ok(())
+    }
+}
+
+pub fn init_logging(global: &Global) {
+    let level = if global.quiet {
+        log::LevelFilter::Warn
+    } else {
+        match global.verbose {
+            0 => log::LevelFilter::Info,
+            1 => log::LevelFilter::Debug,
+            _ => log::LevelFilter::Trace,
+        }
+    };
+    weibo_etl::progress::set_quiet(global.quiet);
+    env_logger::Builder::new()
+        .filter_level(log::LevelFilter::Warn)
+        .filter_module("weibo_etl", level)
+        // hdfs-native logs every retry at WARN; the error we return already says what failed.
+        .filter_module(
+            "hdfs_native",
+            if global.verbose > 0 {
+                log::LevelFilter::Warn
+            } else {
+                log::LevelFilter::Error
+            },
+        )
+        .format_target(false)
+        .parse_env("WEIBO_ETL_LOG")
+        .init();
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    let ctx = Context::new(cli.global);
+    match cli.command {
+        Command::Cluster(args) => cluster::run(&ctx, args),
+        Command::Demo(args) => demo::run(&ctx, args),
+        Command::Fs(args) => fs::run(&ctx, args),
+        Command::Tables(args) => tables::run(&ctx, args),
+    }
+}

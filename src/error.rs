@@ -1,0 +1,95 @@
+//! The library's error type and the process exit codes cron sees.
+//!
+//! Every variant carries the context an operator needs to act without re-running under a
+//! debugger: the URL or address that did not answer, the file and line of bad input, the
+//! table and rowkey of a failed write. The mapping to exit codes lives here, next to the
+//! variants, so the documented table in the README and `--help` cannot drift from the code.
+
+use std::io;
+
+/// Process exit codes, documented in the README and in `weibo-etl --help`.
+pub mod exit_code {
+    /// The job finished and its output is committed.
+    pub const OK: i32 = 0;
+    /// Any failure not covered below (bad input file, I/O error, server-side error).
+    pub const FAILURE: i32 = 1;
+    /// Bad usage: unknown flag, missing argument, malformed URL or date (clap also uses 2).
+    pub const USAGE: i32 = 2;
+    /// More input was rejected than `--max-reject-ratio` allows; nothing was committed.
+    pub const REJECT_BUDGET: i32 = 3;
+    /// The HDFS NameNode did not answer.
+    pub const HDFS_UNREACHABLE: i32 = 4;
+    /// The HBase Thrift gateway did not answer.
+    pub const HBASE_UNREACHABLE: i32 = 5;
+}
+
+/// Errors raised by the library. Constructed with enough context to be printed as a
+/// single line that names what failed and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("HDFS is unreachable at {url}: {reason}")]
+    HdfsUnreachable { url: String, reason: String },
+
+    #[error("HBase Thrift gateway is unreachable at {addr}: {reason}")]
+    HbaseUnreachable { addr: String, reason: String },
+
+    #[error("invalid location {url:?}: {reason}")]
+    InvalidLocation { url: String, reason: String },
+
+    #[error("{op} {path}: {source}")]
+    Hdfs {
+        op: &'static str,
+        path: String,
+        #[source]
+        source: hdfs_native::HdfsError,
+    },
+
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("HBase {op} on {table}: {reason}")]
+    Hbase {
+        op: &'static str,
+        table: String,
+        reason: String,
+    },
+
+    #[error("{path}:{line}: {reason}")]
+    BadInput {
+        path: String,
+        line: u64,
+        reason: String,
+    },
+
+    #[error("usage: {0}")]
+    Usage(String),
+
+    #[error("local cluster: {0}")]
+    Cluster(String),
+}
+
+impl Error {
+    /// The exit code a process should end with when this error stops it.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::HdfsUnreachable { .. } => exit_code::HDFS_UNREACHABLE,
+            Error::HbaseUnreachable { .. } => exit_code::HBASE_UNREACHABLE,
+            Error::InvalidLocation { .. } | Error::Usage(_) => exit_code::USAGE,
+            _ => exit_code::FAILURE,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Exit code for an `anyhow` chain: the first library error found in it decides.
+pub fn exit_code_of(err: &anyhow::Error) -> i32 {
+    err.chain()
+        .find_map(|cause| cause.downcast_ref::<Error>())
+        .map_or(exit_code::FAILURE, Error::exit_code)
+}

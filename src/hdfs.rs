@@ -1,0 +1,816 @@
+//! Files by URL, on HDFS or on local disk, behind one small API.
+//!
+//! Every job names its inputs and outputs as URLs: `hdfs://host:port/path`, `hdfs:///path`
+//! (the default file system), `file:///path` or a bare local path. This module turns those into
+//! [`Location`]s and offers what the jobs need: expand folders and globs into files, stream a
+//! file, and write a file *atomically*.
+//!
+//! Invariants:
+//! - A file written through [`AtomicFile`] appears under its final name only after all of its
+//!   bytes are durable (closed on HDFS, `fsync`ed locally); until then it sits under a hidden
+//!   temporary name (`_tmp.*`) in the same folder, and is deleted if the writer is dropped
+//!   without [`AtomicFile::commit`]. A reader never sees half a file under a final name.
+//! - Names starting with `_` or `.` are hidden, as in Hadoop: folder expansion skips them, so
+//!   `_SUCCESS` markers, `_rejects` and temporary files never count as input data.
+//! - An HDFS NameNode that refuses or drops the connection is reported as
+//!   [`Error::HdfsUnreachable`] naming the URL, never as a panic or a generic I/O error.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use hdfs_native::sync::Client as HdfsClient;
+use hdfs_native::{HdfsError, WriteOptions};
+
+use crate::error::{Error, Result};
+
+/// The NameNode used when neither `--hdfs` nor `HADOOP_CONF_DIR` names one: the local cluster.
+pub const LOCAL_NAMENODE: &str = "hdfs://127.0.0.1:9000";
+
+const WRITE_BUFFER: usize = 1 << 20;
+
+const FAST_FAIL_CONFIG: &[(&str, &str)] = &[
+    ("dfs.client.failover.max.attempts", "2"),
+    ("dfs.client.failover.sleep.base.millis", "200"),
+    ("dfs.client.failover.sleep.max.millis", "1000"),
+];
+
+/// Where a file or folder lives.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Location {
+    /// `authority` is `hdfs://host:port` (no trailing slash); `path` is absolute.
+    Hdfs {
+        authority: String,
+        path: String,
+    },
+    Local(PathBuf),
+}
+
+impl Location {
+    /// Parses a URL or bare path. `hdfs:///p` takes the authority of `default_fs`.
+    pub fn parse(url: &str, default_fs: &str) -> Result<Location> {
+        let invalid = |reason: &str| Error::InvalidLocation {
+            url: url.to_string(),
+            reason: reason.to_string(),
+        };
+        if url.is_empty() {
+            return Err(invalid("empty location"));
+        }
+        if let Some(rest) = url.strip_prefix("hdfs://") {
+            let (host, path) = match rest.find('/') {
+                Some(i) => (&rest[..i], &rest[i..]),
+                None => (rest, "/"),
+            };
+            let authority = if host.is_empty() {
+                if !default_fs.starts_with("hdfs://") {
+                    return Err(invalid("hdfs:/// needs an hdfs:// default file system"));
+                }
+                default_fs.trim_end_matches('/').to_string()
+            } else {
+                format!("hdfs://{host}")
+            };
+            return Ok(Location::Hdfs {
+                authority,
+                path: normalize_hdfs_path(path),
+            });
+        }
+        if let Some(rest) = url.strip_prefix("file://") {
+            if !rest.starts_with('/') {
+                return Err(invalid("file:// URLs must be absolute (file:///path)"));
+            }
+            return Ok(Location::Local(PathBuf::from(rest)));
+        }
+        if let Some((scheme, _)) = url.split_once("://") {
+            return Err(invalid(&format!(
+                "unsupported scheme {scheme:?} (use hdfs://, file:// or a plain path)"
+            )));
+        }
+        Ok(Location::Local(PathBuf::from(url)))
+    }
+
+    /// A child of this folder.
+    pub fn join(&self, name: &str) -> Location {
+        match self {
+            Location::Hdfs { authority, path } => Location::Hdfs {
+                authority: authority.clone(),
+                path: normalize_hdfs_path(&format!("{}/{}", path.trim_end_matches('/'), name)),
+            },
+            Location::Local(p) => Location::Local(p.join(name)),
+        }
+    }
+
+    /// The last path component, if any.
+    pub fn file_name(&self) -> Option<String> {
+        match self {
+            Location::Hdfs { path, .. } => path
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            Location::Local(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
+        }
+    }
+
+    /// The folder holding this location.
+    pub fn parent(&self) -> Option<Location> {
+        match self {
+            Location::Hdfs { authority, path } => {
+                let trimmed = path.trim_end_matches('/');
+                let i = trimmed.rfind('/')?;
+                Some(Location::Hdfs {
+                    authority: authority.clone(),
+                    path: if i == 0 {
+                        "/".into()
+                    } else {
+                        trimmed[..i].into()
+                    },
+                })
+            }
+            Location::Local(p) => p.parent().map(|p| Location::Local(p.to_path_buf())),
+        }
+    }
+
+    pub fn is_hdfs(&self) -> bool {
+        matches!(self, Location::Hdfs { .. })
+    }
+
+    /// The path a relative child has below `base`, used to name files consistently
+    /// whichever file system they came from.
+    pub fn relative_to(&self, base: &Location) -> Option<String> {
+        match (self, base) {
+            (Location::Hdfs { path, .. }, Location::Hdfs { path: b, .. }) => path
+                .strip_prefix(b.trim_end_matches('/'))
+                .map(|r| r.trim_start_matches('/').to_string()),
+            (Location::Local(p), Location::Local(b)) => p
+                .strip_prefix(b)
+                .ok()
+                .map(|r| r.to_string_lossy().into_owned()),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Hdfs { authority, path } => write!(f, "{authority}{path}"),
+            Location::Local(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+fn normalize_hdfs_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 1);
+    for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        out.push('/');
+        out.push_str(part);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// Names that Hadoop tools treat as not-data: markers, temporary files, side outputs.
+pub fn is_hidden_name(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('.')
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+/// The default file system: `fs.defaultFS` from `$HADOOP_CONF_DIR/core-site.xml` when that
+/// names an `hdfs://` URL, else the local cluster's NameNode.
+pub fn default_fs_from_env() -> String {
+    std::env::var_os("HADOOP_CONF_DIR")
+        .map(|dir| Path::new(&dir).join("core-site.xml"))
+        .and_then(|p| fs::read_to_string(p).ok())
+        .and_then(|xml| default_fs_from_core_site(&xml))
+        .unwrap_or_else(|| LOCAL_NAMENODE.to_string())
+}
+
+/// Reads `fs.defaultFS` out of a core-site.xml document.
+pub fn default_fs_from_core_site(xml: &str) -> Option<String> {
+    let doc = roxmltree::Document::parse(xml).ok()?;
+    doc.descendants()
+        .filter(|n| n.has_tag_name("property"))
+        .find_map(|prop| {
+            let child = |tag: &str| {
+                prop.children()
+                    .find(|c| c.has_tag_name(tag))
+                    .and_then(|c| c.text())
+                    .map(str::trim)
+            };
+            (child("name")? == "fs.defaultFS").then(|| child("value").map(str::to_string))?
+        })
+        .filter(|v| v.starts_with("hdfs://"))
+}
+
+/// One file or folder found by a listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileEntry {
+    pub location: Location,
+    pub len: u64,
+    pub is_dir: bool,
+}
+
+/// Opens files on any number of HDFS clusters and on local disk. Cheap to clone; HDFS clients
+/// are created on first use, one per NameNode, and shared.
+#[derive(Clone)]
+pub struct FileSystems {
+    default_fs: String,
+    clients: Arc<Mutex<HashMap<String, Arc<HdfsClient>>>>,
+}
+
+impl FileSystems {
+    pub fn new(default_fs: impl Into<String>) -> Self {
+        FileSystems {
+            default_fs: default_fs.into(),
+            clients: Arc::default(),
+        }
+    }
+
+    pub fn default_fs(&self) -> &str {
+        &self.default_fs
+    }
+
+    pub fn parse(&self, url: &str) -> Result<Location> {
+        Location::parse(url, &self.default_fs)
+    }
+
+    fn client(&self, authority: &str) -> Result<Arc<HdfsClient>> {
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = clients.get(authority) {
+            return Ok(Arc::clone(c));
+        }
+        let mut builder = hdfs_native::sync::ClientBuilder::new().with_url(authority);
+        if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+        {
+            // A single NameNode named by host:port has nobody to fail over to; the client's
+            // HA default (15 attempts, backoff to 15 s) would make a down NameNode look like a
+            // three-minute hang to cron. Logical nameservices keep their configured policy.
+            builder = builder.with_config(FAST_FAIL_CONFIG.iter().copied());
+        }
+        let client = builder.build().map_err(|e| Error::HdfsUnreachable {
+            url: authority.to_string(),
+            reason: e.to_string(),
+        })?;
+        let client = Arc::new(client);
+        clients.insert(authority.to_string(), Arc::clone(&client));
+        Ok(client)
+    }
+
+    /// Answers once the NameNode behind `location` responds to a metadata call.
+    pub fn check_reachable(&self, location: &Location) -> Result<()> {
+        if let Location::Hdfs { authority, .. } = location {
+            let client = self.client(authority)?;
+            client
+                .get_file_info("/")
+                .map_err(|e| hdfs_error("stat", location, e))?;
+        }
+        Ok(())
+    }
+
+    /// The entry at `location`, or `None` if nothing is there.
+    pub fn status(&self, location: &Location) -> Result<Option<FileEntry>> {
+        match location {
+            Location::Hdfs { authority, path } => {
+                match self.client(authority)?.get_file_info(path) {
+                    Ok(st) => Ok(Some(FileEntry {
+                        location: location.clone(),
+                        len: st.length as u64,
+                        is_dir: st.isdir,
+                    })),
+                    Err(HdfsError::FileNotFound(_)) => Ok(None),
+                    Err(e) => Err(hdfs_error("stat", location, e)),
+                }
+            }
+            Location::Local(p) => match fs::metadata(p) {
+                Ok(m) => Ok(Some(FileEntry {
+                    location: location.clone(),
+                    len: m.len(),
+                    is_dir: m.is_dir(),
+                })),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(io_error("stat", location, e)),
+            },
+        }
+    }
+
+    pub fn exists(&self, location: &Location) -> Result<bool> {
+        Ok(self.status(location)?.is_some())
+    }
+
+    /// The entries of a folder (sorted by location), descending into sub-folders when asked.
+    pub fn list(&self, location: &Location, recursive: bool) -> Result<Vec<FileEntry>> {
+        let mut out = match location {
+            Location::Hdfs { authority, path } => self
+                .client(authority)?
+                .list_status(path, recursive)
+                .map_err(|e| hdfs_error("list", location, e))?
+                .into_iter()
+                .map(|st| FileEntry {
+                    location: Location::Hdfs {
+                        authority: authority.clone(),
+                        path: normalize_hdfs_path(&st.path),
+                    },
+                    len: st.length as u64,
+                    is_dir: st.isdir,
+                })
+                .collect(),
+            Location::Local(p) => {
+                let mut out = Vec::new();
+                list_local(p, recursive, &mut out).map_err(|e| io_error("list", location, e))?;
+                out
+            }
+        };
+        out.sort_by(|a, b| a.location.cmp(&b.location));
+        Ok(out)
+    }
+
+    /// Turns job inputs (files, folders, globs) into the data files they name, sorted and
+    /// without duplicates. Folders are walked recursively, skipping hidden names. An input that
+    /// matches nothing is an error: a nightly job must not silently read zero files.
+    pub fn expand_inputs(&self, inputs: &[String]) -> Result<Vec<FileEntry>> {
+        let mut files = Vec::new();
+        for input in inputs {
+            let location = self.parse(input)?;
+            let matched = if has_glob(input) {
+                self.glob(&location)?
+            } else {
+                self.status(&location)?.into_iter().collect()
+            };
+            if matched.is_empty() {
+                return Err(Error::Io {
+                    op: "find input",
+                    path: input.clone(),
+                    source: io::Error::new(io::ErrorKind::NotFound, "no such file or folder"),
+                });
+            }
+            for entry in matched {
+                if entry.is_dir {
+                    files.extend(self.list(&entry.location, true)?.into_iter().filter(|e| {
+                        !e.is_dir
+                            && e.location
+                                .relative_to(&entry.location)
+                                .is_some_and(|rel| !rel.split('/').any(is_hidden_name))
+                    }));
+                } else {
+                    files.push(entry);
+                }
+            }
+        }
+        files.sort_by(|a, b| a.location.cmp(&b.location));
+        files.dedup_by(|a, b| a.location == b.location);
+        Ok(files)
+    }
+
+    fn glob(&self, pattern: &Location) -> Result<Vec<FileEntry>> {
+        match pattern {
+            Location::Hdfs { authority, path } => Ok(self
+                .client(authority)?
+                .glob_status(path)
+                .map_err(|e| hdfs_error("glob", pattern, e))?
+                .into_iter()
+                .map(|st| FileEntry {
+                    location: Location::Hdfs {
+                        authority: authority.clone(),
+                        path: normalize_hdfs_path(&st.path),
+                    },
+                    len: st.length as u64,
+                    is_dir: st.isdir,
+                })
+                .collect()),
+            Location::Local(p) => {
+                let text = p.to_string_lossy();
+                let paths = glob::glob(&text).map_err(|e| Error::InvalidLocation {
+                    url: text.to_string(),
+                    reason: e.to_string(),
+                })?;
+                let mut out = Vec::new();
+                for path in paths {
+                    let path = path.map_err(|e| io_error("glob", pattern, e.into()))?;
+                    if let Some(entry) = self.status(&Location::Local(path))? {
+                        out.push(entry);
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// A streaming reader over the whole file.
+    pub fn open(&self, location: &Location) -> Result<Box<dyn Read + Send>> {
+        match location {
+            Location::Hdfs { authority, path } => {
+                let reader = self
+                    .client(authority)?
+                    .read(path)
+                    .map_err(|e| hdfs_error("open", location, e))?;
+                Ok(Box::new(reader))
+            }
+            Location::Local(p) => {
+                let file = fs::File::open(p).map_err(|e| io_error("open", location, e))?;
+                Ok(Box::new(file))
+            }
+        }
+    }
+
+    /// Reads a whole (small) file into memory.
+    pub fn read_to_vec(&self, location: &Location) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        self.open(location)?
+            .read_to_end(&mut buf)
+            .map_err(|e| io_error("read", location, e))?;
+        Ok(buf)
+    }
+
+    /// Starts writing `location` under a hidden temporary name; see [`AtomicFile`].
+    pub fn create_atomic(&self, location: &Location) -> Result<AtomicFile> {
+        let name = location.file_name().ok_or_else(|| Error::InvalidLocation {
+            url: location.to_string(),
+            reason: "a file to write needs a name".into(),
+        })?;
+        let parent = location.parent().ok_or_else(|| Error::InvalidLocation {
+            url: location.to_string(),
+            reason: "a file to write needs a folder".into(),
+        })?;
+        self.mkdirs(&parent)?;
+        let tmp = parent.join(&format!(
+            "_tmp.{name}.{}.{}",
+            std::process::id(),
+            unique_suffix()
+        ));
+        let writer = match &tmp {
+            Location::Hdfs { authority, path } => {
+                let options = WriteOptions {
+                    overwrite: true,
+                    ..WriteOptions::default()
+                };
+                let w = self
+                    .client(authority)?
+                    .create(path, options)
+                    .map_err(|e| hdfs_error("create", &tmp, e))?;
+                Sink::Hdfs(Box::new(BufWriter::with_capacity(WRITE_BUFFER, w)))
+            }
+            Location::Local(p) => {
+                let f = fs::File::create(p).map_err(|e| io_error("create", &tmp, e))?;
+                Sink::Local(BufWriter::with_capacity(WRITE_BUFFER, f))
+            }
+        };
+        Ok(AtomicFile {
+            fs: self.clone(),
+            target: location.clone(),
+            tmp,
+            sink: Some(writer),
+        })
+    }
+
+    /// Writes a whole file atomically.
+    pub fn write_atomic(&self, location: &Location, bytes: &[u8]) -> Result<()> {
+        let mut file = self.create_atomic(location)?;
+        file.write_all(bytes)
+            .map_err(|e| io_error("write", location, e))?;
+        file.commit()
+    }
+
+    pub fn mkdirs(&self, location: &Location) -> Result<()> {
+        match location {
+            Location::Hdfs { authority, path } => self
+                .client(authority)?
+                .mkdirs(path, 0o755, true)
+                .map_err(|e| hdfs_error("mkdirs", location, e)),
+            Location::Local(p) => {
+                fs::create_dir_all(p).map_err(|e| io_error("mkdirs", location, e))
+            }
+        }
+    }
+
+    /// Deletes a file or a folder tree. Deleting what is not there is not an error.
+    pub fn delete(&self, location: &Location) -> Result<()> {
+        match location {
+            Location::Hdfs { authority, path } => {
+                match self.client(authority)?.delete(path, true) {
+                    Ok(_) | Err(HdfsError::FileNotFound(_)) => Ok(()),
+                    Err(e) => Err(hdfs_error("delete", location, e)),
+                }
+            }
+            Location::Local(p) => {
+                let res = match fs::symlink_metadata(p) {
+                    Ok(m) if m.is_dir() => fs::remove_dir_all(p),
+                    Ok(_) => fs::remove_file(p),
+                    Err(e) => Err(e),
+                };
+                match res {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                        Err(io_error("delete", location, e))
+                    }
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Renames within one file system, replacing a *file* already at `to`.
+    pub fn rename(&self, from: &Location, to: &Location) -> Result<()> {
+        match (from, to) {
+            (
+                Location::Hdfs { authority, path },
+                Location::Hdfs {
+                    authority: a2,
+                    path: p2,
+                },
+            ) if authority == a2 => self
+                .client(authority)?
+                .rename(path, p2, true)
+                .map_err(|e| hdfs_error("rename", from, e)),
+            (Location::Local(a), Location::Local(b)) => {
+                fs::rename(a, b).map_err(|e| io_error("rename", from, e))
+            }
+            _ => Err(Error::InvalidLocation {
+                url: to.to_string(),
+                reason: format!("cannot rename across file systems from {from}"),
+            }),
+        }
+    }
+}
+
+fn list_local(dir: &Path, recursive: bool, out: &mut Vec<FileEntry>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        let path = entry.path();
+        out.push(FileEntry {
+            location: Location::Local(path.clone()),
+            len: meta.len(),
+            is_dir: meta.is_dir(),
+        });
+        if recursive && meta.is_dir() {
+            list_local(&path, true, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn unique_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64);
+    (nanos << 16) ^ NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// True for I/O failures that mean "nobody answered", as opposed to a server-side error.
+pub(crate) fn is_unreachable(kind: io::ErrorKind) -> bool {
+    use io::ErrorKind::*;
+    matches!(
+        kind,
+        ConnectionRefused
+            | ConnectionReset
+            | ConnectionAborted
+            | NotConnected
+            | TimedOut
+            | AddrNotAvailable
+            | HostUnreachable
+            | NetworkUnreachable
+            | BrokenPipe
+            | UnexpectedEof
+    )
+}
+
+fn hdfs_error(op: &'static str, location: &Location, e: HdfsError) -> Error {
+    if let (HdfsError::IOError(io), Location::Hdfs { authority, .. }) = (&e, location) {
+        if is_unreachable(io.kind()) {
+            return Error::HdfsUnreachable {
+                url: authority.clone(),
+                reason: io.to_string(),
+            };
+        }
+    }
+    Error::Hdfs {
+        op,
+        path: location.to_string(),
+        source: e,
+    }
+}
+
+fn io_error(op: &'static str, location: &Location, e: io::Error) -> Error {
+    Error::Io {
+        op,
+        path: location.to_string(),
+        source: e,
+    }
+}
+
+enum Sink {
+    Hdfs(Box<BufWriter<hdfs_native::sync::FileWriter>>),
+    Local(BufWriter<fs::File>),
+}
+
+/// A file being written under a temporary name. [`commit`](AtomicFile::commit) makes it
+/// durable and renames it into place (replacing an older file of that name); dropping it
+/// uncommitted deletes the temporary file.
+pub struct AtomicFile {
+    fs: FileSystems,
+    target: Location,
+    tmp: Location,
+    sink: Option<Sink>,
+}
+
+impl AtomicFile {
+    pub fn location(&self) -> &Location {
+        &self.target
+    }
+
+    pub fn commit(mut self) -> Result<()> {
+        match self.sink.take() {
+            Some(Sink::Hdfs(w)) => {
+                let mut w = (*w)
+                    .into_inner()
+                    .map_err(|e| io_error("write", &self.tmp, e.into_error()))?;
+                w.close().map_err(|e| hdfs_error("close", &self.tmp, e))?;
+            }
+            Some(Sink::Local(w)) => {
+                let f = w
+                    .into_inner()
+                    .map_err(|e| io_error("write", &self.tmp, e.into_error()))?;
+                f.sync_all().map_err(|e| io_error("sync", &self.tmp, e))?;
+            }
+            None => {}
+        }
+        self.fs.rename(&self.tmp, &self.target)
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.sink.as_mut() {
+            Some(Sink::Hdfs(w)) => w.write(buf),
+            Some(Sink::Local(w)) => w.write(buf),
+            None => Err(io::Error::other("file already committed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.sink.as_mut() {
+            Some(Sink::Hdfs(w)) => w.flush(),
+            Some(Sink::Local(w)) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if let Some(sink) = self.sink.take() {
+            // Abandoned: close what we can and remove the temporary so no reader finds it.
+            if let Sink::Hdfs(w) = sink {
+                if let Ok(mut w) = (*w).into_inner() {
+                    let _ = w.close();
+                }
+            }
+            let _ = self.fs.delete(&self.tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FS: &str = "hdfs://nn.example:8020";
+
+    #[test]
+    fn parses_every_url_form() {
+        assert_eq!(
+            Location::parse("hdfs://10.0.0.1:9000/raw//day/", FS).unwrap(),
+            Location::Hdfs {
+                authority: "hdfs://10.0.0.1:9000".into(),
+                path: "/raw/day".into()
+            }
+        );
+        assert_eq!(
+            Location::parse("hdfs:///raw/x.csv", FS).unwrap(),
+            Location::Hdfs {
+                authority: FS.into(),
+                path: "/raw/x.csv".into()
+            }
+        );
+        assert_eq!(
+            Location::parse("file:///tmp/a", FS).unwrap(),
+            Location::Local("/tmp/a".into())
+        );
+        assert_eq!(
+            Location::parse("rel/a.csv", FS).unwrap(),
+            Location::Local("rel/a.csv".into())
+        );
+        assert!(Location::parse("s3://bucket/x", FS).is_err());
+        assert!(Location::parse("file://relative", FS).is_err());
+        assert!(Location::parse("", FS).is_err());
+    }
+
+    #[test]
+    fn join_parent_and_relative_paths() {
+        let base = Location::parse("hdfs:///out", FS).unwrap();
+        let child = base.join("users/dt=2024-01-01");
+        assert_eq!(
+            child.to_string(),
+            "hdfs://nn.example:8020/out/users/dt=2024-01-01"
+        );
+        assert_eq!(child.file_name().as_deref(), Some("dt=2024-01-01"));
+        assert_eq!(child.parent().unwrap(), base.join("users"));
+        assert_eq!(
+            child.relative_to(&base).as_deref(),
+            Some("users/dt=2024-01-01")
+        );
+        assert_eq!(
+            Location::parse("hdfs:///a", FS).unwrap().parent().unwrap(),
+            Location::parse("hdfs:///", FS).unwrap()
+        );
+    }
+
+    #[test]
+    fn reads_default_fs_from_core_site() {
+        let xml = r#"<?xml version="1.0"?><configuration>
+            <property><name>hadoop.tmp.dir</name><value>/tmp</value></property>
+            <property><name>fs.defaultFS</name><value> hdfs://nn1:8020 </value></property>
+            </configuration>"#;
+        assert_eq!(
+            default_fs_from_core_site(xml).as_deref(),
+            Some("hdfs://nn1:8020")
+        );
+        let local = r#"<configuration><property><name>fs.defaultFS</name>
+            <value>file:///</value></property></configuration>"#;
+        assert_eq!(default_fs_from_core_site(local), None);
+        assert_eq!(default_fs_from_core_site("not xml"), None);
+    }
+
+    #[test]
+    fn local_atomic_write_is_invisible_until_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new(LOCAL_NAMENODE);
+        let target = Location::Local(dir.path().join("sub/out.txt"));
+        let mut file = fs.create_atomic(&target).unwrap();
+        file.write_all(b"hello").unwrap();
+        assert!(!fs.exists(&target).unwrap());
+        file.commit().unwrap();
+        assert_eq!(fs.read_to_vec(&target).unwrap(), b"hello");
+
+        let mut abandoned = fs.create_atomic(&target).unwrap();
+        abandoned.write_all(b"half").unwrap();
+        drop(abandoned);
+        assert_eq!(fs.read_to_vec(&target).unwrap(), b"hello");
+        let names: Vec<_> = fs
+            .list(&Location::Local(dir.path().join("sub")), false)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.location.file_name().unwrap())
+            .collect();
+        assert_eq!(names, vec!["out.txt"]);
+    }
+
+    #[test]
+    fn expand_inputs_walks_folders_skips_hidden_and_globs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for f in [
+            "a/1.csv",
+            "a/b/2.csv",
+            "a/_SUCCESS",
+            "a/.crc",
+            "a/_tmp/3.csv",
+            "c.json",
+        ] {
+            let p = root.join(f);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, b"x").unwrap();
+        }
+        let fs = FileSystems::new(LOCAL_NAMENODE);
+        let inputs = vec![
+            root.join("a").to_string_lossy().into_owned(),
+            root.join("*.json").to_string_lossy().into_owned(),
+            root.join("a/1.csv").to_string_lossy().into_owned(),
+        ];
+        let files: Vec<_> = fs
+            .expand_inputs(&inputs)
+            .unwrap()
+            .into_iter()
+            .map(|e| {
+                e.location
+                    .relative_to(&Location::Local(root.into()))
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(files, vec!["a/1.csv", "a/b/2.csv", "c.json"]);
+        let missing = vec![root.join("nope").to_string_lossy().into_owned()];
+        assert!(fs.expand_inputs(&missing).is_err());
+    }
+}

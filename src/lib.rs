@@ -1,0 +1,22 @@
+//! weibo-etl: batch ETL for a Weibo social graph kept in Hadoop.
+//!
+//! Raw crawled data on HDFS is cleaned into Parquet, keyed and counted, bulk-loaded into
+//! HBase through its Thrift gateway, and analysed as a graph. This crate is the library the
+//! `weibo-etl` binary's jobs are built from; each module owns one concern:
+//!
+//! - [`hdfs`]: files by URL (HDFS or local), listing, globbing, streaming, atomic writes;
+//! - [`hbase`]: Thrift1 data calls, a connection pool, Thrift2 admin (namespaces, pre-split);
+//! - [`keys`]: hashed rowkey prefixes and region split points;
+//! - [`cluster`]: the local HDFS + HBase + Thrift cluster the tests and demo run against;
+//! - [`report`] and [`progress`]: what a run tells its operator;
+//! - [`error`]: the error type and the exit codes cron sees.
+
+pub mod cluster;
+pub mod error;
+pub mod hbase;
+pub mod hdfs;
+pub mod keys;
+pub mod progress;
+pub mod report;
+
+pub use error::{Error, Result};

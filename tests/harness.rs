@@ -1,0 +1,109 @@
+//! Shared test plumbing: running the binary, golden files, and the local cluster.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The built `weibo-etl` binary.
+pub fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_weibo-etl"));
+    // Tests must not pick up an operator's environment.
+    for var in [
+        "WEIBO_ETL_HDFS",
+        "WEIBO_ETL_HBASE",
+        "WEIBO_ETL_HBASE_ADMIN",
+        "WEIBO_ETL_NAMESPACE",
+        "HADOOP_CONF_DIR",
+        "WEIBO_ETL_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run weibo-etl")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("golden")
+}
+
+/// Compares `actual` with `tests/golden/<name>`; `UPDATE_GOLDEN=1` rewrites the file instead.
+pub fn assert_golden(name: &str, actual: &str) {
+    let path = golden_dir().join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_GOLDEN=1 to create)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        panic!(
+            "{} differs from the output (run with UPDATE_GOLDEN=1 to accept):\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+}
+
+#[cfg(feature = "integration")]
+pub mod cluster {
+    use std::sync::OnceLock;
+
+    use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
+
+    pub const HDFS: &str = "hdfs://127.0.0.1:9000";
+    pub const THRIFT: &str = "127.0.0.1:9090";
+    pub const THRIFT2: &str = "127.0.0.1:9091";
+
+    static UP: OnceLock<Result<(), String>> = OnceLock::new();
+
+    /// Makes sure the local cluster runs. A cluster this process starts watches this
+    /// process's pid and stops when the test binary exits; one found running is left alone.
+    pub fn ensure() {
+        let result = UP.get_or_init(|| {
+            let options = UpOptions {
+                watch_pid: Some(std::process::id()),
+                ..UpOptions::default()
+            };
+            match cluster::up(&ClusterPaths::discover(), &options) {
+                Ok(outcome) => {
+                    eprintln!(
+                        "local cluster: {}",
+                        if outcome.already_running {
+                            "reusing the running one".to_string()
+                        } else {
+                            format!("started in {:.1}s", outcome.seconds)
+                        }
+                    );
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        if let Err(e) = result {
+            panic!("the local cluster is not available: {e}");
+        }
+    }
+
+    /// A namespace of its own for one test, so tests never share tables.
+    pub fn namespace(test: &str) -> String {
+        format!("it_{test}_{}", std::process::id())
+    }
+}

@@ -1,0 +1,14 @@
+//! The integration test binary: one module per job or layer (ripgrep's `tests/tests.rs`).
+//!
+//! Modules under `cluster` talk to the real local cluster (HDFS + HBase + Thrift from
+//! `cluster/`) and are compiled only with `--features integration`; the harness starts the
+//! cluster once per run, or reuses one already up, and stops only what it started.
+
+mod harness;
+
+mod test_cli;
+
+#[cfg(feature = "integration")]
+mod test_hbase;
+#[cfg(feature = "integration")]
+mod test_hdfs;
