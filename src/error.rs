@@ -69,6 +69,9 @@ pub enum Error {
     #[error("usage: {0}")]
     Usage(String),
 
+    #[error("{0}")]
+    RejectBudget(String),
+
     #[error("local cluster: {0}")]
     Cluster(String),
 }
@@ -80,6 +83,7 @@ impl Error {
             Error::HdfsUnreachable { .. } => exit_code::HDFS_UNREACHABLE,
             Error::HbaseUnreachable { .. } => exit_code::HBASE_UNREACHABLE,
             Error::InvalidLocation { .. } | Error::Usage(_) => exit_code::USAGE,
+            Error::RejectBudget(_) => exit_code::REJECT_BUDGET,
             _ => exit_code::FAILURE,
         }
     }

@@ -4,6 +4,8 @@
 //! HBase through its Thrift gateway, and analysed as a graph. This crate is the library the
 //! `weibo-etl` binary's jobs are built from; each module owns one concern:
 //!
+//! - [`raw`]: readers for raw crawled files (formats, compression, encodings);
+//! - [`clean`]: the cleaning rules, the Parquet layout, and the `clean` job;
 //! - [`hdfs`]: files by URL (HDFS or local), listing, globbing, streaming, atomic writes;
 //! - [`hbase`]: Thrift1 data calls, a connection pool, Thrift2 admin (namespaces, pre-split);
 //! - [`keys`]: hashed rowkey prefixes and region split points;
@@ -11,12 +13,14 @@
 //! - [`report`] and [`progress`]: what a run tells its operator;
 //! - [`error`]: the error type and the exit codes cron sees.
 
+pub mod clean;
 pub mod cluster;
 pub mod error;
 pub mod hbase;
 pub mod hdfs;
 pub mod keys;
 pub mod progress;
+pub mod raw;
 pub mod report;
 
 pub use error::{Error, Result};

@@ -1,6 +1,7 @@
 //! The subcommands, one file each, and what they share: global options and the [`Context`]
 //! built from them.
 
+pub mod clean;
 pub mod cluster;
 pub mod demo;
 pub mod fs;
@@ -90,6 +91,7 @@ pub struct Global {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    Clean(clean::Args),
     Cluster(cluster::Args),
     Demo(demo::Args),
     Fs(fs::Args),
@@ -164,6 +166,7 @@ pub fn init_logging(global: &Global) {
 pub fn run(cli: Cli) -> Result<()> {
     let ctx = Context::new(cli.global);
     match cli.command {
+        Command::Clean(args) => clean::run(&ctx, args),
         Command::Cluster(args) => cluster::run(&ctx, args),
         Command::Demo(args) => demo::run(&ctx, args),
         Command::Fs(args) => fs::run(&ctx, args),

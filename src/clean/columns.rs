@@ -1,0 +1,274 @@
+//! The Parquet/Arrow layout of cleaned data: one schema per entity, column names as in §1 of
+//! the raw-format spec, and conversion of cleaned rows into record batches.
+//!
+//! Invariants: ids and counts are `Int64`, times are `Timestamp(ms, "UTC")`, lists are
+//! `List<Utf8>`. Spilled batches carry one extra trailing column, [`SEQ_COLUMN`], the
+//! record's position in the input (file order, then line), which breaks ties between
+//! duplicates deterministically and is dropped before Parquet is written.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BooleanBuilder, Int64Builder, ListBuilder, StringBuilder,
+    TimestampMillisecondBuilder, UInt64Array,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow::record_batch::RecordBatch;
+
+use super::{Entity, Row};
+
+/// Name of the input-order column present only in spilled batches.
+pub const SEQ_COLUMN: &str = "_seq";
+
+fn ts() -> DataType {
+    DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+}
+
+fn list() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+}
+
+/// The output schema of an entity.
+pub fn schema(entity: Entity) -> SchemaRef {
+    use DataType::{Boolean, Int64, Utf8};
+    let f = |name: &str, dt: DataType, nullable: bool| Field::new(name, dt, nullable);
+    let fields = match entity {
+        Entity::Users => vec![
+            f("uid", Int64, false),
+            f("screen_name", Utf8, true),
+            f("gender", Utf8, true),
+            f("province", Utf8, true),
+            f("city", Utf8, true),
+            f("location", Utf8, true),
+            f("description", Utf8, true),
+            f("verified", Boolean, true),
+            f("verified_type", Int64, true),
+            f("followers_count", Int64, true),
+            f("follow_count", Int64, true),
+            f("statuses_count", Int64, true),
+            f("counts_capped", Boolean, false),
+            f("created_at", ts(), true),
+            f("crawl_time", ts(), false),
+        ],
+        Entity::Posts => vec![
+            f("mid", Int64, false),
+            f("bid", Utf8, true),
+            f("uid", Int64, true),
+            f("created_at", ts(), false),
+            f("text", Utf8, false),
+            f("source", Utf8, true),
+            f("reposts_count", Int64, true),
+            f("comments_count", Int64, true),
+            f("attitudes_count", Int64, true),
+            f("counts_capped", Boolean, false),
+            f("topics", list(), false),
+            f("at_users", list(), false),
+            f("pics", list(), false),
+            f("retweet_mid", Int64, true),
+            f("is_deleted", Boolean, false),
+            f("crawl_time", ts(), false),
+        ],
+        Entity::Follows => vec![
+            f("follower", Int64, false),
+            f("followee", Int64, false),
+            f("followed_at", ts(), true),
+            f("crawl_time", ts(), false),
+        ],
+        Entity::Comments => vec![
+            f("cid", Int64, false),
+            f("mid", Int64, false),
+            f("uid", Int64, true),
+            f("created_at", ts(), false),
+            f("text", Utf8, false),
+            f("like_count", Int64, true),
+            f("reply_to_cid", Int64, true),
+            f("is_deleted", Boolean, false),
+            f("crawl_time", ts(), false),
+        ],
+        Entity::Reposts => vec![
+            f("mid", Int64, false),
+            f("uid", Int64, false),
+            f("retweet_mid", Int64, false),
+            f("created_at", ts(), false),
+            f("text", Utf8, false),
+            f("crawl_time", ts(), false),
+        ],
+    };
+    Arc::new(Schema::new(fields))
+}
+
+/// The spill schema: the output schema plus [`SEQ_COLUMN`].
+pub fn spill_schema(entity: Entity) -> SchemaRef {
+    let mut fields: Vec<Field> = schema(entity)
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new(SEQ_COLUMN, DataType::UInt64, false));
+    Arc::new(Schema::new(fields))
+}
+
+/// Columns that form the natural key used for deduplication.
+pub fn key_columns(entity: Entity) -> &'static [&'static str] {
+    match entity {
+        Entity::Users => &["uid"],
+        Entity::Posts => &["mid"],
+        Entity::Follows => &["follower", "followee"],
+        Entity::Comments => &["cid"],
+        Entity::Reposts => &["mid"],
+    }
+}
+
+struct Cols {
+    cols: Vec<Builder>,
+}
+
+enum Builder {
+    I64(Int64Builder),
+    Str(StringBuilder),
+    Bool(BooleanBuilder),
+    Ts(TimestampMillisecondBuilder),
+    List(ListBuilder<StringBuilder>),
+}
+
+impl Cols {
+    fn new(schema: &Schema, capacity: usize) -> Self {
+        let cols = schema
+            .fields()
+            .iter()
+            .filter(|f| f.name() != SEQ_COLUMN)
+            .map(|f| match f.data_type() {
+                DataType::Int64 => Builder::I64(Int64Builder::with_capacity(capacity)),
+                DataType::Utf8 => {
+                    Builder::Str(StringBuilder::with_capacity(capacity, capacity * 16))
+                }
+                DataType::Boolean => Builder::Bool(BooleanBuilder::with_capacity(capacity)),
+                DataType::Timestamp(..) => Builder::Ts(
+                    TimestampMillisecondBuilder::with_capacity(capacity).with_timezone("UTC"),
+                ),
+                DataType::List(_) => Builder::List(ListBuilder::new(StringBuilder::new())),
+                other => unreachable!("no builder for {other}"),
+            })
+            .collect();
+        Cols { cols }
+    }
+
+    fn i64(&mut self, i: usize, v: Option<i64>) {
+        if let Builder::I64(b) = &mut self.cols[i] {
+            b.append_option(v);
+        }
+    }
+    fn ts(&mut self, i: usize, v: Option<i64>) {
+        if let Builder::Ts(b) = &mut self.cols[i] {
+            b.append_option(v);
+        }
+    }
+    fn str(&mut self, i: usize, v: Option<&str>) {
+        if let Builder::Str(b) = &mut self.cols[i] {
+            b.append_option(v);
+        }
+    }
+    fn bool(&mut self, i: usize, v: Option<bool>) {
+        if let Builder::Bool(b) = &mut self.cols[i] {
+            b.append_option(v);
+        }
+    }
+    fn list(&mut self, i: usize, v: &[String]) {
+        if let Builder::List(b) = &mut self.cols[i] {
+            for item in v {
+                b.values().append_value(item);
+            }
+            b.append(true);
+        }
+    }
+
+    fn finish(self) -> Vec<ArrayRef> {
+        self.cols
+            .into_iter()
+            .map(|b| -> ArrayRef {
+                match b {
+                    Builder::I64(mut b) => Arc::new(b.finish()),
+                    Builder::Str(mut b) => Arc::new(b.finish()),
+                    Builder::Bool(mut b) => Arc::new(b.finish()),
+                    Builder::Ts(mut b) => Arc::new(b.finish()),
+                    Builder::List(mut b) => Arc::new(b.finish()),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Builds a spill batch (output columns + [`SEQ_COLUMN`]) from rows of one entity.
+pub fn spill_batch(entity: Entity, rows: &[(u64, Row)]) -> arrow::error::Result<RecordBatch> {
+    let schema = spill_schema(entity);
+    let mut c = Cols::new(&schema, rows.len());
+    for (_, row) in rows {
+        match row {
+            Row::User(u) => {
+                c.i64(0, Some(u.uid));
+                c.str(1, u.screen_name.as_deref());
+                c.str(2, u.gender.as_deref());
+                c.str(3, u.province.as_deref());
+                c.str(4, u.city.as_deref());
+                c.str(5, u.location.as_deref());
+                c.str(6, u.description.as_deref());
+                c.bool(7, u.verified);
+                c.i64(8, u.verified_type);
+                c.i64(9, u.followers_count);
+                c.i64(10, u.follow_count);
+                c.i64(11, u.statuses_count);
+                c.bool(12, Some(u.counts_capped));
+                c.ts(13, u.created_at);
+                c.ts(14, Some(u.crawl_time));
+            }
+            Row::Post(p) => {
+                c.i64(0, Some(p.mid));
+                c.str(1, p.bid.as_deref());
+                c.i64(2, p.uid);
+                c.ts(3, Some(p.created_at));
+                c.str(4, Some(&p.text));
+                c.str(5, p.source.as_deref());
+                c.i64(6, p.reposts_count);
+                c.i64(7, p.comments_count);
+                c.i64(8, p.attitudes_count);
+                c.bool(9, Some(p.counts_capped));
+                c.list(10, &p.topics);
+                c.list(11, &p.at_users);
+                c.list(12, &p.pics);
+                c.i64(13, p.retweet_mid);
+                c.bool(14, Some(p.is_deleted));
+                c.ts(15, Some(p.crawl_time));
+            }
+            Row::Follow(f) => {
+                c.i64(0, Some(f.follower));
+                c.i64(1, Some(f.followee));
+                c.ts(2, f.followed_at);
+                c.ts(3, Some(f.crawl_time));
+            }
+            Row::Comment(m) => {
+                c.i64(0, Some(m.cid));
+                c.i64(1, Some(m.mid));
+                c.i64(2, m.uid);
+                c.ts(3, Some(m.created_at));
+                c.str(4, Some(&m.text));
+                c.i64(5, m.like_count);
+                c.i64(6, m.reply_to_cid);
+                c.bool(7, Some(m.is_deleted));
+                c.ts(8, Some(m.crawl_time));
+            }
+            Row::Repost(r) => {
+                c.i64(0, Some(r.mid));
+                c.i64(1, Some(r.uid));
+                c.i64(2, Some(r.retweet_mid));
+                c.ts(3, Some(r.created_at));
+                c.str(4, Some(&r.text));
+                c.ts(5, Some(r.crawl_time));
+            }
+        }
+    }
+    let mut columns = c.finish();
+    columns.push(Arc::new(UInt64Array::from_iter_values(
+        rows.iter().map(|(seq, _)| *seq),
+    )));
+    RecordBatch::try_new(schema, columns)
+}

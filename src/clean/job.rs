@@ -1,0 +1,791 @@
+//! The `clean` job: raw files in, deduplicated Parquet partitions, rejects and a report out.
+//!
+//! Two passes keep memory bounded whatever the input size:
+//! 1. Every file is read (in parallel across files, cleaning in parallel within a file) and
+//!    each cleaned row is appended to a local spill file chosen by the hash of its natural
+//!    key (Arrow IPC, one per entity and key partition). Rejects stream to a local file.
+//! 2. Each spill partition, small enough to fit in memory, is deduplicated (newest crawl
+//!    wins; ties go to the later input record) and written, sorted by key, as one Parquet
+//!    part file.
+//!
+//! Invariants:
+//! - Per entity, `records_in == records_out + rejected + duplicates`; records whose entity
+//!   no reader could tell are reported apart as `unattributed` (all rejected).
+//! - Nothing is committed when the reject budget is exceeded. Otherwise each partition is
+//!   written under a hidden `_tmp.*` folder, gets its `_SUCCESS` marker there, and replaces
+//!   `<output>/<entity>/dt=<date>` by rename; a rerun of the same input yields the same bytes.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use arrow::array::{Array, AsArray, RecordBatch, UInt32Array};
+use arrow::compute::{concat_batches, take_record_batch};
+use arrow::datatypes::{Int64Type, TimestampMillisecondType, UInt64Type};
+use arrow::ipc::reader::StreamReader;
+use arrow::ipc::writer::StreamWriter;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::columns::{self, SEQ_COLUMN};
+use super::{clean_record, Entity, RawRecord, Reject, Row};
+use crate::error::{Error, Result};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::raw::{self, FileSummary, Format, Item};
+
+/// Rows cleaned and spilled together.
+const CHUNK_ROWS: usize = 8192;
+/// Raw bytes per spill partition: what one partition's dedupe holds in memory, roughly.
+const PARTITION_BYTES: u64 = 128 << 20;
+/// Rows per Parquet row group.
+const ROW_GROUP_ROWS: usize = 128 * 1024;
+
+/// What to clean and where to put it.
+#[derive(Clone, Debug)]
+pub struct CleanOptions {
+    pub inputs: Vec<String>,
+    pub output: String,
+    /// The logical date, `YYYY-MM-DD`: names the partitions.
+    pub date: String,
+    /// Force one format for every file instead of detecting it per file.
+    pub format: Option<Format>,
+    /// Crawl time for records that carry none (UTC ms).
+    pub default_crawl_ms: i64,
+    /// Largest tolerated `rejected / records_in` per entity.
+    pub max_reject_ratio: f64,
+    /// Local folder for spill files (default: the system temp folder).
+    pub spill_dir: Option<PathBuf>,
+}
+
+/// Counts for one entity.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EntityCounts {
+    pub records_in: u64,
+    pub records_out: u64,
+    pub rejected: u64,
+    pub rejected_by_reason: BTreeMap<String, u64>,
+    pub duplicates: u64,
+    /// Kept rows that point at a user absent from this run's cleaned users.
+    pub dangling: u64,
+}
+
+/// The job's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct CleanReport {
+    pub date: String,
+    pub output: String,
+    pub entities: BTreeMap<String, EntityCounts>,
+    /// Records whose entity could not be told (unknown formats or records): all rejected.
+    pub unattributed: EntityCounts,
+    pub files: Vec<FileSummary>,
+    pub bytes_in: u64,
+    pub seconds: f64,
+    pub mb_per_s: f64,
+    pub committed: bool,
+}
+
+impl CleanReport {
+    /// True when every entity satisfies `records_in == records_out + rejected + duplicates`.
+    pub fn balances(&self) -> bool {
+        self.entities
+            .values()
+            .chain(std::iter::once(&self.unattributed))
+            .all(|c| c.records_in == c.records_out + c.rejected + c.duplicates)
+    }
+}
+
+/// Errors that end a clean run.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanError {
+    #[error(
+        "reject budget exceeded for {entity}: {rejected} of {records_in} records rejected \
+         ({ratio:.1}% > {budget:.1}%), mostly {dominant} ({dominant_count}); nothing committed"
+    )]
+    RejectBudget {
+        entity: String,
+        rejected: u64,
+        records_in: u64,
+        ratio: f64,
+        budget: f64,
+        dominant: String,
+        dominant_count: u64,
+        report: Box<CleanReport>,
+    },
+    #[error(transparent)]
+    Other(#[from] Error),
+}
+
+#[derive(Default)]
+struct Counters {
+    records_in: AtomicU64,
+    rejected: Mutex<BTreeMap<Reject, u64>>,
+    repeated_headers: AtomicU64,
+}
+
+impl Counters {
+    fn reject(&self, reason: Reject) {
+        *self
+            .rejected
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(reason)
+            .or_default() += 1;
+    }
+}
+
+type SpillWriter = Mutex<Option<StreamWriter<BufWriter<File>>>>;
+
+struct SpillSet {
+    dir: tempfile::TempDir,
+    partitions: usize,
+    writers: HashMap<(Entity, usize), SpillWriter>,
+}
+
+impl SpillSet {
+    fn new(base: Option<&Path>, partitions: usize) -> std::io::Result<SpillSet> {
+        let dir = match base {
+            Some(b) => tempfile::Builder::new()
+                .prefix("weibo-clean-")
+                .tempdir_in(b)?,
+            None => tempfile::Builder::new().prefix("weibo-clean-").tempdir()?,
+        };
+        let mut writers = HashMap::new();
+        for entity in Entity::ALL {
+            for p in 0..partitions {
+                writers.insert((entity, p), Mutex::new(None));
+            }
+        }
+        Ok(SpillSet {
+            dir,
+            partitions,
+            writers,
+        })
+    }
+
+    fn path(&self, entity: Entity, partition: usize) -> PathBuf {
+        self.dir
+            .path()
+            .join(format!("{}-{partition:05}.arrows", entity.name()))
+    }
+
+    fn append(&self, entity: Entity, partition: usize, rows: &[(u64, Row)]) -> Result<()> {
+        let batch = columns::spill_batch(entity, rows).map_err(arrow_err("build batch"))?;
+        let mut guard = self.writers[&(entity, partition)]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let path = self.path(entity, partition);
+            let file = File::create(&path).map_err(|e| Error::Io {
+                op: "create spill",
+                path: path.display().to_string(),
+                source: e,
+            })?;
+            let writer = StreamWriter::try_new(
+                BufWriter::with_capacity(1 << 20, file),
+                &columns::spill_schema(entity),
+            )
+            .map_err(arrow_err("spill"))?;
+            *guard = Some(writer);
+        }
+        guard
+            .as_mut()
+            .expect("created above")
+            .write(&batch)
+            .map_err(arrow_err("spill"))
+    }
+
+    fn finish(&self) -> Result<()> {
+        for w in self.writers.values() {
+            if let Some(mut writer) = w.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                writer.finish().map_err(arrow_err("spill"))?;
+                writer
+                    .into_inner()
+                    .map_err(arrow_err("spill"))?
+                    .flush()
+                    .map_err(|e| Error::Io {
+                        op: "flush spill",
+                        path: self.dir.path().display().to_string(),
+                        source: e,
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// All spilled rows of one partition as one batch (`None` if nothing was spilled).
+    fn load(&self, entity: Entity, partition: usize) -> Result<Option<RecordBatch>> {
+        let path = self.path(entity, partition);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(Error::Io {
+                    op: "open spill",
+                    path: path.display().to_string(),
+                    source: e,
+                })
+            }
+        };
+        let reader = StreamReader::try_new(std::io::BufReader::new(file), None)
+            .map_err(arrow_err("read spill"))?;
+        let batches: Vec<RecordBatch> = reader
+            .collect::<std::result::Result<_, _>>()
+            .map_err(arrow_err("read spill"))?;
+        let schema = columns::spill_schema(entity);
+        Ok(Some(
+            concat_batches(&schema, &batches).map_err(arrow_err("concat"))?,
+        ))
+    }
+}
+
+fn arrow_err<E: std::fmt::Display>(op: &'static str) -> impl Fn(E) -> Error {
+    move |e| Error::Io {
+        op,
+        path: "arrow".into(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+fn key_of(row: &Row) -> (i64, i64) {
+    match row {
+        Row::User(u) => (u.uid, 0),
+        Row::Post(p) => (p.mid, 0),
+        Row::Follow(f) => (f.follower, f.followee),
+        Row::Comment(c) => (c.cid, 0),
+        Row::Repost(r) => (r.mid, 0),
+    }
+}
+
+/// Which spill partition a natural key belongs to.
+fn partition_of(key: (i64, i64), partitions: usize) -> usize {
+    let mut x = (key.0 as u64) ^ (key.1 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    // splitmix64 finaliser: spreads sequential ids evenly.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    (x % partitions as u64) as usize
+}
+
+struct RejectSink {
+    writer: Mutex<BufWriter<File>>,
+    path: PathBuf,
+}
+
+#[derive(Serialize)]
+struct RejectLine<'a> {
+    entity: Option<&'a str>,
+    reason: &'a str,
+    file: &'a str,
+    line: u64,
+    raw: &'a str,
+}
+
+impl RejectSink {
+    fn write(&self, entity: Option<Entity>, reason: Reject, file: &str, line: u64, raw: &str) {
+        let rec = RejectLine {
+            entity: entity.map(Entity::name),
+            reason: reason.code(),
+            file,
+            line,
+            raw,
+        };
+        if let Ok(mut text) = serde_json::to_string(&rec) {
+            text.push('\n');
+            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            // A failed write surfaces at flush time in `finish`.
+            let _ = w.write_all(text.as_bytes());
+        }
+    }
+}
+
+fn raw_excerpt(entity: Entity, raw: &RawRecord) -> String {
+    let parts: Vec<String> = entity
+        .fields()
+        .iter()
+        .zip(&raw.fields)
+        .filter_map(|(name, v)| v.as_ref().map(|v| format!("{name}={v}")))
+        .collect();
+    raw::excerpt(&parts.join(" "))
+}
+
+/// Runs the job. `progress` is called with the bytes of each file read.
+pub fn run(
+    fs: &FileSystems,
+    options: &CleanOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> std::result::Result<CleanReport, CleanError> {
+    let started = Instant::now();
+    let output = fs.parse(&options.output)?;
+    let files = fs.expand_inputs(&options.inputs)?;
+    let bytes_in: u64 = files.iter().map(|f| f.len).sum();
+    let partitions = (bytes_in / PARTITION_BYTES + 1).clamp(1, 512) as usize;
+    log::info!(
+        "clean {} files, {:.1} MB, {partitions} key partitions",
+        files.len(),
+        bytes_in as f64 / 1e6
+    );
+    let spill = SpillSet::new(options.spill_dir.as_deref(), partitions).map_err(|e| Error::Io {
+        op: "create spill folder",
+        path: options
+            .spill_dir
+            .as_ref()
+            .map_or("temp".into(), |p| p.display().to_string()),
+        source: e,
+    })?;
+    let rejects_path = spill.dir.path().join("rejects.jsonl");
+    let rejects = RejectSink {
+        writer: Mutex::new(BufWriter::new(File::create(&rejects_path).map_err(
+            |e| Error::Io {
+                op: "create",
+                path: rejects_path.display().to_string(),
+                source: e,
+            },
+        )?)),
+        path: rejects_path,
+    };
+    let counters: HashMap<Option<Entity>, Counters> = Entity::ALL
+        .into_iter()
+        .map(Some)
+        .chain([None])
+        .map(|e| (e, Counters::default()))
+        .collect();
+
+    // Pass 1: read, clean, spill.
+    let summaries: Vec<FileSummary> = files
+        .par_iter()
+        .enumerate()
+        .map(|(index, file)| {
+            let summary = read_one(fs, file, index, options, &spill, &rejects, &counters)?;
+            progress(file.len);
+            Ok(summary)
+        })
+        .collect::<Result<_>>()?;
+    spill.finish()?;
+    rejects
+        .writer
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .flush()
+        .map_err(|e| Error::Io {
+            op: "write",
+            path: rejects.path.display().to_string(),
+            source: e,
+        })?;
+
+    let mut report = CleanReport {
+        date: options.date.clone(),
+        output: output.to_string(),
+        entities: BTreeMap::new(),
+        unattributed: EntityCounts::default(),
+        files: summaries,
+        bytes_in,
+        seconds: 0.0,
+        mb_per_s: 0.0,
+        committed: false,
+    };
+    for (entity, c) in &counters {
+        let rejected = c.rejected.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let counts = EntityCounts {
+            records_in: c.records_in.load(Ordering::Relaxed),
+            rejected: rejected.values().sum(),
+            rejected_by_reason: rejected
+                .iter()
+                .map(|(r, n)| (r.code().to_string(), *n))
+                .collect(),
+            duplicates: c.repeated_headers.load(Ordering::Relaxed),
+            ..EntityCounts::default()
+        };
+        match entity {
+            Some(e) => {
+                report.entities.insert(e.name().to_string(), counts);
+            }
+            None => report.unattributed = counts,
+        }
+    }
+
+    // The budget is checked before anything is written, so a failed run leaves no output.
+    if let Some(err) = budget_error(&report, options.max_reject_ratio) {
+        report.seconds = started.elapsed().as_secs_f64();
+        return Err(with_report(err, report));
+    }
+
+    // Pass 2: dedupe and write each entity's partition; users first, for dangling counts.
+    let mut known_users: HashSet<i64> = HashSet::new();
+    let mut staged = Vec::new();
+    let run_tag = format!("{}.{}", std::process::id(), started.elapsed().as_nanos());
+    let result = (|| -> Result<()> {
+        for entity in Entity::ALL {
+            let final_dir = output
+                .join(entity.name())
+                .join(&format!("dt={}", options.date));
+            let tmp_dir = output
+                .join(entity.name())
+                .join(&format!("_tmp.dt={}.{run_tag}", options.date));
+            staged.push((tmp_dir.clone(), final_dir));
+            let outcome = write_entity(fs, entity, &spill, &tmp_dir, &known_users)?;
+            if entity == Entity::Users {
+                known_users = outcome.keys;
+            }
+            let counts = report
+                .entities
+                .get_mut(entity.name())
+                .expect("all entities");
+            counts.records_out = outcome.rows_out;
+            counts.duplicates += outcome.duplicates;
+            counts.dangling = outcome.dangling;
+        }
+        // Rejects of the run, committed like a partition.
+        let final_dir = output
+            .join("_rejects")
+            .join(&format!("dt={}", options.date));
+        let tmp_dir = output
+            .join("_rejects")
+            .join(&format!("_tmp.dt={}.{run_tag}", options.date));
+        let mut target = fs.create_atomic(&tmp_dir.join("rejects.jsonl"))?;
+        let mut local = File::open(&rejects.path).map_err(|e| Error::Io {
+            op: "open",
+            path: rejects.path.display().to_string(),
+            source: e,
+        })?;
+        std::io::copy(&mut local, &mut target).map_err(|e| Error::Io {
+            op: "copy rejects",
+            path: tmp_dir.to_string(),
+            source: e,
+        })?;
+        target.commit()?;
+        staged.push((tmp_dir, final_dir));
+
+        // Commit: each staged folder gets its marker, then replaces the old partition.
+        for (tmp, _) in &staged {
+            fs.write_atomic(&tmp.join("_SUCCESS"), b"")?;
+        }
+        for (tmp, fin) in &staged {
+            fs.delete(fin)?;
+            fs.rename(tmp, fin)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        for (tmp, _) in &staged {
+            let _ = fs.delete(tmp);
+        }
+        return Err(e.into());
+    }
+    report.committed = true;
+    report.seconds = started.elapsed().as_secs_f64();
+    report.mb_per_s = if report.seconds > 0.0 {
+        bytes_in as f64 / 1e6 / report.seconds
+    } else {
+        0.0
+    };
+    Ok(report)
+}
+
+fn with_report(err: CleanError, report: CleanReport) -> CleanError {
+    match err {
+        CleanError::RejectBudget {
+            entity,
+            rejected,
+            records_in,
+            ratio,
+            budget,
+            dominant,
+            dominant_count,
+            ..
+        } => CleanError::RejectBudget {
+            entity,
+            rejected,
+            records_in,
+            ratio,
+            budget,
+            dominant,
+            dominant_count,
+            report: Box::new(report),
+        },
+        other => other,
+    }
+}
+
+/// The first entity (or the unattributed bucket) over the budget, if any.
+fn budget_error(report: &CleanReport, budget: f64) -> Option<CleanError> {
+    let buckets = report
+        .entities
+        .iter()
+        .map(|(name, c)| (name.as_str(), c))
+        .chain(std::iter::once((
+            "unattributed records",
+            &report.unattributed,
+        )));
+    for (name, c) in buckets {
+        if c.records_in == 0 {
+            continue;
+        }
+        let ratio = c.rejected as f64 / c.records_in as f64;
+        if ratio > budget {
+            let (dominant, dominant_count) = c
+                .rejected_by_reason
+                .iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(r, n)| (r.clone(), *n))
+                .unwrap_or_default();
+            return Some(CleanError::RejectBudget {
+                entity: name.to_string(),
+                rejected: c.rejected,
+                records_in: c.records_in,
+                ratio: ratio * 100.0,
+                budget: budget * 100.0,
+                dominant,
+                dominant_count,
+                report: Box::new(report.clone()),
+            });
+        }
+    }
+    None
+}
+
+fn read_one(
+    fs: &FileSystems,
+    file: &FileEntry,
+    index: usize,
+    options: &CleanOptions,
+    spill: &SpillSet,
+    rejects: &RejectSink,
+    counters: &HashMap<Option<Entity>, Counters>,
+) -> Result<FileSummary> {
+    let path = file.location.to_string();
+    let mut pending: Vec<(u64, Entity, RawRecord)> = Vec::with_capacity(CHUNK_ROWS);
+    let mut failure: Option<Error> = None;
+    let flush = |pending: &mut Vec<(u64, Entity, RawRecord)>| -> Result<()> {
+        type Cleaned = (u64, Entity, std::result::Result<Row, (Reject, String)>);
+        let cleaned: Vec<Cleaned> = pending
+            .par_iter()
+            .map(|(line, entity, raw)| {
+                let outcome = clean_record(*entity, raw, options.default_crawl_ms)
+                    .map_err(|reason| (reason, raw_excerpt(*entity, raw)));
+                (*line, *entity, outcome)
+            })
+            .collect();
+        pending.clear();
+        let mut by_partition: HashMap<(Entity, usize), Vec<(u64, Row)>> = HashMap::new();
+        for (line, entity, outcome) in cleaned {
+            match outcome {
+                Ok(row) => {
+                    let seq = ((index as u64) << 40) | line;
+                    let p = partition_of(key_of(&row), spill.partitions);
+                    by_partition
+                        .entry((entity, p))
+                        .or_default()
+                        .push((seq, row));
+                }
+                Err((reason, excerpt)) => {
+                    counters[&Some(entity)].reject(reason);
+                    rejects.write(Some(entity), reason, &path, line, &excerpt);
+                }
+            }
+        }
+        for ((entity, p), rows) in by_partition {
+            spill.append(entity, p, &rows)?;
+        }
+        Ok(())
+    };
+    let summary = raw::read_file(fs, file, options.format, &mut |item| {
+        if failure.is_some() {
+            return;
+        }
+        match item {
+            Item::Record {
+                line,
+                entity,
+                record,
+            } => {
+                counters[&Some(entity)]
+                    .records_in
+                    .fetch_add(1, Ordering::Relaxed);
+                pending.push((line, entity, record));
+                if pending.len() >= CHUNK_ROWS {
+                    if let Err(e) = flush(&mut pending) {
+                        failure = Some(e);
+                    }
+                }
+            }
+            Item::Rejected {
+                line,
+                entity,
+                reason,
+                excerpt,
+            } => {
+                let c = &counters[&entity];
+                c.records_in.fetch_add(1, Ordering::Relaxed);
+                c.reject(reason);
+                rejects.write(entity, reason, &path, line, &excerpt);
+            }
+            Item::RepeatedHeader { entity, .. } => {
+                let c = &counters[&Some(entity)];
+                c.records_in.fetch_add(1, Ordering::Relaxed);
+                c.repeated_headers.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    flush(&mut pending)?;
+    Ok(summary)
+}
+
+struct EntityOutcome {
+    rows_out: u64,
+    duplicates: u64,
+    dangling: u64,
+    /// The kept keys (filled for users only: the known-user set).
+    keys: HashSet<i64>,
+}
+
+/// Dedupes every spill partition of an entity and writes one Parquet part file per partition
+/// into `dir` (at least one, possibly empty, so the schema is always there).
+fn write_entity(
+    fs: &FileSystems,
+    entity: Entity,
+    spill: &SpillSet,
+    dir: &Location,
+    known_users: &HashSet<i64>,
+) -> Result<EntityOutcome> {
+    let parts: Vec<(u64, u64, u64, Vec<i64>)> = (0..spill.partitions)
+        .into_par_iter()
+        .map(|p| -> Result<(u64, u64, u64, Vec<i64>)> {
+            let Some(batch) = spill.load(entity, p)? else {
+                if p == 0 {
+                    write_parquet(fs, entity, &dir.join("part-00000.parquet"), None)?;
+                }
+                return Ok((0, 0, 0, Vec::new()));
+            };
+            let total = batch.num_rows() as u64;
+            let winners = dedupe(entity, &batch)?;
+            let kept = winners.num_rows() as u64;
+            let dangling = count_dangling(entity, &winners, known_users);
+            let keys = if entity == Entity::Users {
+                winners
+                    .column_by_name("uid")
+                    .map(|c| c.as_primitive::<Int64Type>().values().to_vec())
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let out = winners
+                .project(&(0..winners.num_columns() - 1).collect::<Vec<_>>())
+                .map_err(arrow_err("project"))?;
+            write_parquet(
+                fs,
+                entity,
+                &dir.join(&format!("part-{p:05}.parquet")),
+                Some(&out),
+            )?;
+            Ok((kept, total - kept, dangling, keys))
+        })
+        .collect::<Result<_>>()?;
+    let mut outcome = EntityOutcome {
+        rows_out: 0,
+        duplicates: 0,
+        dangling: 0,
+        keys: HashSet::new(),
+    };
+    for (kept, dups, dangling, keys) in parts {
+        outcome.rows_out += kept;
+        outcome.duplicates += dups;
+        outcome.dangling += dangling;
+        outcome.keys.extend(keys);
+    }
+    Ok(outcome)
+}
+
+/// Keeps one row per natural key: the newest crawl, then the latest input position; the
+/// result is sorted by key.
+fn dedupe(entity: Entity, batch: &RecordBatch) -> Result<RecordBatch> {
+    let keys = columns::key_columns(entity);
+    let col = |name: &str| {
+        batch
+            .column_by_name(name)
+            .map(|c| c.as_primitive::<Int64Type>().clone())
+    };
+    let k0 = col(keys[0]).expect("key column");
+    let k1 = keys.get(1).and_then(|k| col(k));
+    let crawl = batch
+        .column_by_name("crawl_time")
+        .expect("crawl_time")
+        .as_primitive::<TimestampMillisecondType>()
+        .clone();
+    let seq = batch
+        .column_by_name(SEQ_COLUMN)
+        .expect("seq")
+        .as_primitive::<UInt64Type>()
+        .clone();
+    let key = |i: usize| (k0.value(i), k1.as_ref().map_or(0, |a| a.value(i)));
+    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    order.sort_unstable_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        key(a)
+            .cmp(&key(b))
+            .then(crawl.value(b).cmp(&crawl.value(a)))
+            .then(seq.value(b).cmp(&seq.value(a)))
+    });
+    let mut winners = Vec::with_capacity(order.len());
+    let mut last = None;
+    for i in order {
+        let k = key(i as usize);
+        if last != Some(k) {
+            winners.push(i);
+            last = Some(k);
+        }
+    }
+    take_record_batch(batch, &UInt32Array::from(winners)).map_err(arrow_err("take"))
+}
+
+fn count_dangling(entity: Entity, batch: &RecordBatch, known: &HashSet<i64>) -> u64 {
+    let cols: &[&str] = match entity {
+        Entity::Users => return 0,
+        Entity::Follows => &["follower", "followee"],
+        Entity::Posts | Entity::Comments | Entity::Reposts => &["uid"],
+    };
+    let arrays: Vec<_> = cols
+        .iter()
+        .filter_map(|c| batch.column_by_name(c))
+        .map(|c| c.as_primitive::<Int64Type>().clone())
+        .collect();
+    (0..batch.num_rows())
+        .filter(|&i| {
+            arrays
+                .iter()
+                .any(|a| a.is_null(i) || !known.contains(&a.value(i)))
+        })
+        .count() as u64
+}
+
+fn write_parquet(
+    fs: &FileSystems,
+    entity: Entity,
+    location: &Location,
+    batch: Option<&RecordBatch>,
+) -> Result<()> {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("valid level"),
+        ))
+        .set_max_row_group_size(ROW_GROUP_ROWS)
+        .set_created_by("weibo-etl".into())
+        .build();
+    let file = fs.create_atomic(location)?;
+    let mut writer = ArrowWriter::try_new(file, columns::schema(entity), Some(props))
+        .map_err(arrow_err("parquet"))?;
+    if let Some(batch) = batch {
+        writer.write(batch).map_err(arrow_err("parquet"))?;
+    }
+    let file = writer.into_inner().map_err(arrow_err("parquet"))?;
+    file.commit()
+}

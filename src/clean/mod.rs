@@ -1,0 +1,488 @@
+//! The cleaning contract (§4 of the raw-format spec): from a raw record, whatever reader it
+//! came from, to a typed row of one entity, or to a reject with a reason code.
+//!
+//! Readers (in [`crate::raw`]) map every format onto the canonical field list of an entity
+//! ([`Entity::fields`]); the functions here see only that canonical form, so each rule is
+//! applied identically to a weibo-crawler CSV row and to one of our own JSON lines.
+//!
+//! Invariants:
+//! - [`clean_record`] returns exactly one of a row or a [`Reject`]; it never panics on any
+//!   input (property-tested in `raw`).
+//! - Rows carry the natural key used for deduplication and the crawl time that decides which
+//!   duplicate wins (the newest crawl).
+
+pub mod columns;
+pub mod job;
+pub mod values;
+
+use serde::Serialize;
+
+use values::{
+    clean_text, is_missing, parse_bool, parse_count, parse_crawl_time, parse_gender, parse_id,
+    parse_mid_or_bid, parse_optional_id, parse_time, split_list, trim_value,
+};
+
+/// The cleaned entities, each a Parquet table of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Entity {
+    Users,
+    Posts,
+    Follows,
+    Comments,
+    Reposts,
+}
+
+impl Entity {
+    pub const ALL: [Entity; 5] = [
+        Entity::Users,
+        Entity::Posts,
+        Entity::Follows,
+        Entity::Comments,
+        Entity::Reposts,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Entity::Users => "users",
+            Entity::Posts => "posts",
+            Entity::Follows => "follows",
+            Entity::Comments => "comments",
+            Entity::Reposts => "reposts",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Entity> {
+        Entity::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// The canonical raw fields (§1), in order. Readers fill a record in this order.
+    pub fn fields(self) -> &'static [&'static str] {
+        match self {
+            Entity::Users => &[
+                "uid",
+                "screen_name",
+                "gender",
+                "province",
+                "city",
+                "location",
+                "description",
+                "verified",
+                "verified_type",
+                "followers_count",
+                "follow_count",
+                "statuses_count",
+                "created_at",
+                "crawl_time",
+            ],
+            Entity::Posts => &[
+                "mid",
+                "bid",
+                "uid",
+                "created_at",
+                "text",
+                "source",
+                "reposts_count",
+                "comments_count",
+                "attitudes_count",
+                "topics",
+                "at_users",
+                "pics",
+                "retweet_mid",
+                "crawl_time",
+            ],
+            Entity::Follows => &["follower", "followee", "followed_at", "crawl_time"],
+            Entity::Comments => &[
+                "cid",
+                "mid",
+                "uid",
+                "created_at",
+                "text",
+                "like_count",
+                "reply_to_cid",
+                "crawl_time",
+            ],
+            Entity::Reposts => &[
+                "mid",
+                "uid",
+                "retweet_mid",
+                "created_at",
+                "text",
+                "crawl_time",
+            ],
+        }
+    }
+
+    /// Position of a canonical field.
+    pub fn field_index(self, name: &str) -> Option<usize> {
+        self.fields().iter().position(|f| *f == name)
+    }
+}
+
+/// Why a record was refused. The snake_case name is the reason code in rejects and reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reject {
+    /// A required field is empty or absent.
+    MissingField,
+    /// An id is not a positive 64-bit integer (or a bid that decodes to one).
+    BadId,
+    /// An id lost digits to scientific notation (`4.38E+15`).
+    LossyId,
+    /// A time matches none of the known shapes.
+    BadTime,
+    /// A time before Weibo's launch (2009-08-14).
+    TimeBeforeLaunch,
+    /// A time later than the crawl that saw it.
+    TimeInFuture,
+    /// A count that is neither a number nor a `万`/`亿`/`+` form.
+    BadCount,
+    /// A user following themself.
+    SelfFollow,
+    /// A row the CSV reader could not split, or with the wrong number of fields.
+    MalformedRow,
+    /// A line that is not a JSON object.
+    BadJson,
+    /// Bytes that are not text in any supported encoding.
+    InvalidEncoding,
+    /// A record of a kind the reader recognises but that holds no entity we keep.
+    UnknownRecord,
+    /// A file whose format could not be recognised; each of its lines is rejected.
+    UnknownFormat,
+}
+
+impl Reject {
+    pub fn code(self) -> &'static str {
+        match self {
+            Reject::MissingField => "missing_field",
+            Reject::BadId => "bad_id",
+            Reject::LossyId => "lossy_id",
+            Reject::BadTime => "bad_time",
+            Reject::TimeBeforeLaunch => "time_before_launch",
+            Reject::TimeInFuture => "time_in_future",
+            Reject::BadCount => "bad_count",
+            Reject::SelfFollow => "self_follow",
+            Reject::MalformedRow => "malformed_row",
+            Reject::BadJson => "bad_json",
+            Reject::InvalidEncoding => "invalid_encoding",
+            Reject::UnknownRecord => "unknown_record",
+            Reject::UnknownFormat => "unknown_format",
+        }
+    }
+}
+
+/// A record as a reader hands it over: canonical fields of one entity, by position.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawRecord {
+    pub fields: Vec<Option<String>>,
+}
+
+impl RawRecord {
+    pub fn new(entity: Entity) -> Self {
+        RawRecord {
+            fields: vec![None; entity.fields().len()],
+        }
+    }
+
+    pub fn set(&mut self, entity: Entity, name: &str, value: impl Into<String>) {
+        if let Some(i) = entity.field_index(name) {
+            self.fields[i] = Some(value.into());
+        }
+    }
+
+    fn get(&self, i: usize) -> &str {
+        self.fields.get(i).and_then(|v| v.as_deref()).unwrap_or("")
+    }
+}
+
+/// A cleaned user.
+#[derive(Clone, Debug, PartialEq)]
+pub struct User {
+    pub uid: i64,
+    pub screen_name: Option<String>,
+    pub gender: Option<String>,
+    pub province: Option<String>,
+    pub city: Option<String>,
+    pub location: Option<String>,
+    pub description: Option<String>,
+    pub verified: Option<bool>,
+    pub verified_type: Option<i64>,
+    pub followers_count: Option<i64>,
+    pub follow_count: Option<i64>,
+    pub statuses_count: Option<i64>,
+    pub counts_capped: bool,
+    pub created_at: Option<i64>,
+    pub crawl_time: i64,
+}
+
+/// A cleaned post.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Post {
+    pub mid: i64,
+    pub bid: Option<String>,
+    pub uid: Option<i64>,
+    pub created_at: i64,
+    pub text: String,
+    pub source: Option<String>,
+    pub reposts_count: Option<i64>,
+    pub comments_count: Option<i64>,
+    pub attitudes_count: Option<i64>,
+    pub counts_capped: bool,
+    pub topics: Vec<String>,
+    pub at_users: Vec<String>,
+    pub pics: Vec<String>,
+    pub retweet_mid: Option<i64>,
+    pub is_deleted: bool,
+    pub crawl_time: i64,
+}
+
+/// A cleaned follow edge: `follower` follows `followee`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Follow {
+    pub follower: i64,
+    pub followee: i64,
+    pub followed_at: Option<i64>,
+    pub crawl_time: i64,
+}
+
+/// A cleaned comment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comment {
+    pub cid: i64,
+    pub mid: i64,
+    pub uid: Option<i64>,
+    pub created_at: i64,
+    pub text: String,
+    pub like_count: Option<i64>,
+    pub reply_to_cid: Option<i64>,
+    pub is_deleted: bool,
+    pub crawl_time: i64,
+}
+
+/// A cleaned repost: post `mid` by `uid` reposts `retweet_mid`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Repost {
+    pub mid: i64,
+    pub uid: i64,
+    pub retweet_mid: i64,
+    pub created_at: i64,
+    pub text: String,
+    pub crawl_time: i64,
+}
+
+/// A cleaned row of any entity.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Row {
+    User(User),
+    Post(Post),
+    Follow(Follow),
+    Comment(Comment),
+    Repost(Repost),
+}
+
+impl Row {
+    pub fn entity(&self) -> Entity {
+        match self {
+            Row::User(_) => Entity::Users,
+            Row::Post(_) => Entity::Posts,
+            Row::Follow(_) => Entity::Follows,
+            Row::Comment(_) => Entity::Comments,
+            Row::Repost(_) => Entity::Reposts,
+        }
+    }
+}
+
+fn text_opt(s: &str) -> Option<String> {
+    if is_missing(s) {
+        None
+    } else {
+        let (t, _) = clean_text(trim_value(s));
+        (!t.is_empty()).then_some(t)
+    }
+}
+
+fn count(s: &str, capped: &mut bool) -> Result<Option<i64>, Reject> {
+    Ok(parse_count(s)?.map(|(v, c)| {
+        *capped |= c;
+        v
+    }))
+}
+
+/// Cleans one raw record. `default_crawl_ms` stands in for a missing `crawl_time`.
+pub fn clean_record(entity: Entity, raw: &RawRecord, default_crawl_ms: i64) -> Result<Row, Reject> {
+    let f = |name: &str| raw.get(entity.field_index(name).unwrap_or(usize::MAX));
+    let crawl = {
+        let c = f("crawl_time");
+        if is_missing(c) {
+            default_crawl_ms
+        } else {
+            parse_crawl_time(c)?
+        }
+    };
+    let time = |s: &str| parse_time(s, crawl);
+    let optional_time = |s: &str| -> Result<Option<i64>, Reject> {
+        if is_missing(s) {
+            Ok(None)
+        } else {
+            parse_time(s, crawl).map(Some)
+        }
+    };
+    match entity {
+        Entity::Users => {
+            let mut capped = false;
+            Ok(Row::User(User {
+                uid: parse_id(f("uid"))?,
+                screen_name: text_opt(f("screen_name")),
+                gender: parse_gender(f("gender")),
+                province: text_opt(f("province")),
+                city: text_opt(f("city")),
+                location: text_opt(f("location")),
+                description: text_opt(f("description")),
+                verified: parse_bool(f("verified")),
+                verified_type: trim_value(f("verified_type")).parse().ok(),
+                followers_count: count(f("followers_count"), &mut capped)?,
+                follow_count: count(f("follow_count"), &mut capped)?,
+                statuses_count: count(f("statuses_count"), &mut capped)?,
+                counts_capped: capped,
+                created_at: optional_time(f("created_at"))?,
+                crawl_time: crawl,
+            }))
+        }
+        Entity::Posts => {
+            let mid = if is_missing(f("mid")) {
+                parse_mid_or_bid(f("bid"))?
+            } else {
+                parse_mid_or_bid(f("mid"))?
+            };
+            let (text, is_deleted) = clean_text(f("text"));
+            let mut capped = false;
+            let bid = trim_value(f("bid"));
+            Ok(Row::Post(Post {
+                mid,
+                bid: (!is_missing(bid)).then(|| bid.to_string()),
+                // A deleted repost's original has no user: allowed, counted as dangling.
+                uid: parse_optional_id(f("uid"))?,
+                created_at: time(f("created_at"))?,
+                text,
+                source: text_opt(f("source")),
+                reposts_count: count(f("reposts_count"), &mut capped)?,
+                comments_count: count(f("comments_count"), &mut capped)?,
+                attitudes_count: count(f("attitudes_count"), &mut capped)?,
+                counts_capped: capped,
+                topics: split_list(f("topics")),
+                at_users: split_list(f("at_users")),
+                pics: split_list(f("pics")),
+                retweet_mid: if is_missing(f("retweet_mid")) {
+                    None
+                } else {
+                    Some(parse_mid_or_bid(f("retweet_mid"))?)
+                },
+                is_deleted,
+                crawl_time: crawl,
+            }))
+        }
+        Entity::Follows => {
+            let follower = parse_id(f("follower"))?;
+            let followee = parse_id(f("followee"))?;
+            if follower == followee {
+                return Err(Reject::SelfFollow);
+            }
+            Ok(Row::Follow(Follow {
+                follower,
+                followee,
+                followed_at: optional_time(f("followed_at"))?,
+                crawl_time: crawl,
+            }))
+        }
+        Entity::Comments => {
+            let (text, is_deleted) = clean_text(f("text"));
+            let mut capped = false;
+            Ok(Row::Comment(Comment {
+                cid: parse_id(f("cid"))?,
+                mid: parse_mid_or_bid(f("mid"))?,
+                uid: parse_optional_id(f("uid"))?,
+                created_at: time(f("created_at"))?,
+                text,
+                like_count: count(f("like_count"), &mut capped)?,
+                reply_to_cid: parse_optional_id(f("reply_to_cid"))?,
+                is_deleted,
+                crawl_time: crawl,
+            }))
+        }
+        Entity::Reposts => Ok(Row::Repost(Repost {
+            mid: parse_mid_or_bid(f("mid"))?,
+            uid: parse_id(f("uid"))?,
+            retweet_mid: parse_mid_or_bid(f("retweet_mid"))?,
+            created_at: time(f("created_at"))?,
+            text: clean_text(f("text")).0,
+            crawl_time: crawl,
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CRAWL: i64 = 1_795_964_400_000; // 2026-11-29 23:00 +08:00
+
+    fn raw(entity: Entity, pairs: &[(&str, &str)]) -> RawRecord {
+        let mut r = RawRecord::new(entity);
+        for (k, v) in pairs {
+            r.set(entity, k, *v);
+        }
+        r
+    }
+
+    #[test]
+    fn follows_reject_self_follow_and_keep_the_rest() {
+        let ok = raw(Entity::Follows, &[("follower", "1"), ("followee", "2")]);
+        match clean_record(Entity::Follows, &ok, CRAWL).unwrap() {
+            Row::Follow(f) => {
+                assert_eq!((f.follower, f.followee, f.followed_at), (1, 2, None));
+                assert_eq!(f.crawl_time, CRAWL);
+            }
+            other => panic!("{other:?}"),
+        }
+        let selfie = raw(Entity::Follows, &[("follower", "7"), ("followee", "7\t")]);
+        assert_eq!(
+            clean_record(Entity::Follows, &selfie, CRAWL),
+            Err(Reject::SelfFollow)
+        );
+        let missing = raw(Entity::Follows, &[("follower", "7")]);
+        assert_eq!(
+            clean_record(Entity::Follows, &missing, CRAWL),
+            Err(Reject::MissingField)
+        );
+    }
+
+    #[test]
+    fn posts_take_a_bid_when_the_mid_is_missing_and_flag_deleted_text() {
+        let bid = values::mid_to_bid(4_973_000_000_000_001);
+        let r = raw(
+            Entity::Posts,
+            &[
+                ("bid", bid.as_str()),
+                ("uid", "1669879400"),
+                ("created_at", "2小时前"),
+                ("text", "抱歉，此微博已被作者删除。"),
+                ("reposts_count", "1.2万"),
+                ("attitudes_count", "100万+"),
+                ("topics", "#a#,#b#"),
+            ],
+        );
+        match clean_record(Entity::Posts, &r, CRAWL).unwrap() {
+            Row::Post(p) => {
+                assert_eq!(p.mid, 4_973_000_000_000_001);
+                assert!(p.is_deleted);
+                assert_eq!(p.text, "");
+                assert_eq!(p.reposts_count, Some(12_000));
+                assert_eq!(p.attitudes_count, Some(1_000_000));
+                assert!(p.counts_capped);
+                assert_eq!(p.created_at, CRAWL - 2 * 3_600_000);
+                assert_eq!(p.topics, vec!["a", "b"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,577 @@
+//! Field-level cleaning: ids, counts, times and text, exactly as §4 of the raw-format spec
+//! states them. Every function here is pure, so each rule is unit-tested in isolation and
+//! applied the same way whichever reader a value came from.
+//!
+//! Invariants:
+//! - A value is either turned into its typed form or refused with a [`Reject`] reason code;
+//!   nothing is silently coerced (an id that lost digits to scientific notation is refused, a
+//!   capped count keeps its cap flag).
+//! - All Weibo wall-clock times are Asia/Shanghai (UTC+8); results are UTC milliseconds.
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use unicode_normalization::UnicodeNormalization;
+
+use super::Reject;
+
+/// Weibo went public on 2009-08-14 (Asia/Shanghai): earlier times are impossible.
+pub fn weibo_launch_ms() -> i64 {
+    shanghai(
+        NaiveDate::from_ymd_opt(2009, 8, 14)
+            .expect("valid date")
+            .and_hms_opt(0, 0, 0)
+            .expect("valid time"),
+    )
+}
+
+/// How far past the crawl time a timestamp may be before it is called impossible: crawler
+/// and server clocks drift, and a post's minute-precision time may round up.
+pub const FUTURE_SLACK_MS: i64 = 10 * 60 * 1000;
+
+const SHANGHAI_OFFSET_SECS: i32 = 8 * 3600;
+
+fn shanghai(naive: NaiveDateTime) -> i64 {
+    // China has had no daylight saving time since 1991: a fixed +08:00 offset is exact.
+    chrono::FixedOffset::east_opt(SHANGHAI_OFFSET_SECS)
+        .expect("valid offset")
+        .from_local_datetime(&naive)
+        .single()
+        .expect("fixed offsets are unambiguous")
+        .timestamp_millis()
+}
+
+fn to_shanghai(ms: i64) -> NaiveDateTime {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .naive_utc()
+        + Duration::seconds(SHANGHAI_OFFSET_SECS as i64)
+}
+
+/// Trims what crawlers wrap ids and values in: whitespace (including the trailing TAB
+/// weibo-crawler writes), quotes, and a BOM.
+pub fn trim_value(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\u{feff}')
+}
+
+/// True for the placeholders crawlers write for "no value".
+pub fn is_missing(s: &str) -> bool {
+    let t = trim_value(s);
+    t.is_empty() || t == "无" || t == "null" || t == "None" || t == "NULL" || t == "nan"
+}
+
+/// A numeric id. Scientific notation (Excel's `4.38E+15`) has lost digits: refused as lossy.
+pub fn parse_id(s: &str) -> Result<i64, Reject> {
+    let t = trim_value(s);
+    if t.is_empty() {
+        return Err(Reject::MissingField);
+    }
+    if t.bytes().all(|b| b.is_ascii_digit()) {
+        return match t.parse::<i64>() {
+            Ok(v) if v > 0 => Ok(v),
+            _ => Err(Reject::BadId),
+        };
+    }
+    if t.contains(['e', 'E']) && t.parse::<f64>().is_ok() {
+        return Err(Reject::LossyId);
+    }
+    // "123.0" from a spreadsheet round trip is exact; anything else is not an id.
+    if let Some(int) = t.strip_suffix(".0") {
+        if !int.is_empty() && int.bytes().all(|b| b.is_ascii_digit()) {
+            return parse_id(int);
+        }
+    }
+    Err(Reject::BadId)
+}
+
+/// An optional numeric id: missing placeholders and `0`/`-1` mean "none".
+pub fn parse_optional_id(s: &str) -> Result<Option<i64>, Reject> {
+    let t = trim_value(s);
+    if is_missing(t) || t == "0" || t == "-1" {
+        return Ok(None);
+    }
+    parse_id(t).map(Some)
+}
+
+const BASE62: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+fn base62_digit(c: u8) -> Option<u64> {
+    BASE62.iter().position(|&d| d == c).map(|p| p as u64)
+}
+
+/// Weibo's bid → mid: the bid is read in groups of 4 base62 characters from the right, each
+/// group giving 7 decimal digits of the mid (zero-padded, except the leftmost group).
+pub fn bid_to_mid(bid: &str) -> Result<i64, Reject> {
+    let bid = trim_value(bid).as_bytes();
+    if bid.is_empty() || bid.len() > 12 {
+        return Err(Reject::BadId);
+    }
+    let mut digits = String::new();
+    let mut end = bid.len();
+    let mut groups = Vec::new();
+    while end > 0 {
+        let start = end.saturating_sub(4);
+        let mut value = 0u64;
+        for &c in &bid[start..end] {
+            value = value * 62 + base62_digit(c).ok_or(Reject::BadId)?;
+        }
+        groups.push((value, start > 0));
+        end = start;
+    }
+    for (value, padded) in groups.into_iter().rev() {
+        if padded || !digits.is_empty() {
+            digits.push_str(&format!("{value:07}"));
+        } else {
+            digits.push_str(&value.to_string());
+        }
+    }
+    parse_id(&digits)
+}
+
+/// mid → bid, the inverse of [`bid_to_mid`].
+pub fn mid_to_bid(mid: i64) -> String {
+    let digits = mid.to_string();
+    let mut groups = Vec::new();
+    let mut end = digits.len();
+    while end > 0 {
+        let start = end.saturating_sub(7);
+        let mut value: u64 = digits[start..end].parse().unwrap_or(0);
+        let mut chunk = Vec::new();
+        while value > 0 {
+            chunk.push(BASE62[(value % 62) as usize]);
+            value /= 62;
+        }
+        if start > 0 {
+            while chunk.len() < 4 {
+                chunk.push(b'0');
+            }
+        }
+        chunk.reverse();
+        groups.push(chunk);
+        end = start;
+    }
+    groups.reverse();
+    String::from_utf8(groups.concat()).unwrap_or_default()
+}
+
+/// A post id given either as a numeric mid or as a base62 bid.
+pub fn parse_mid_or_bid(s: &str) -> Result<i64, Reject> {
+    let t = trim_value(s);
+    match parse_id(t) {
+        Ok(v) => Ok(v),
+        Err(Reject::BadId) if t.bytes().all(|b| b.is_ascii_alphanumeric()) && t.len() >= 8 => {
+            bid_to_mid(t)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A count as crawlers print it: `1234`, `1,234`, `1.2万`, `3亿`, `100万+` (capped).
+/// Returns the value and whether it was capped; `None` for a missing value.
+pub fn parse_count(s: &str) -> Result<Option<(i64, bool)>, Reject> {
+    let t = trim_value(s);
+    if is_missing(t) {
+        return Ok(None);
+    }
+    let (t, capped) = match t.strip_suffix('+') {
+        Some(rest) => (rest.trim_end(), true),
+        None => (t, false),
+    };
+    let (number, scale) = if let Some(n) = t.strip_suffix('万') {
+        (n, 10_000f64)
+    } else if let Some(n) = t.strip_suffix('亿') {
+        (n, 100_000_000f64)
+    } else {
+        (t, 1f64)
+    };
+    let number = number.trim().replace(',', "");
+    if number.is_empty() {
+        return Err(Reject::BadCount);
+    }
+    if scale == 1.0 {
+        return match number.parse::<i64>() {
+            Ok(v) if v >= 0 => Ok(Some((v, capped))),
+            _ => Err(Reject::BadCount),
+        };
+    }
+    match number.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() && v * scale < 9.0e18 => {
+            Ok(Some(((v * scale).round() as i64, capped)))
+        }
+        _ => Err(Reject::BadCount),
+    }
+}
+
+/// Parses a time in any of the shapes crawlers write, relative forms resolved against
+/// `crawl_ms`; checks it is after Weibo's launch and not beyond the crawl time.
+pub fn parse_time(s: &str, crawl_ms: i64) -> Result<i64, Reject> {
+    let t = trim_value(s);
+    if t.is_empty() {
+        return Err(Reject::MissingField);
+    }
+    let ms = parse_time_unchecked(t, crawl_ms).ok_or(Reject::BadTime)?;
+    if ms < weibo_launch_ms() {
+        return Err(Reject::TimeBeforeLaunch);
+    }
+    if ms > crawl_ms + FUTURE_SLACK_MS {
+        return Err(Reject::TimeInFuture);
+    }
+    Ok(ms)
+}
+
+/// Parses a crawl time (no crawl-relative forms, no plausibility window but launch).
+pub fn parse_crawl_time(s: &str) -> Result<i64, Reject> {
+    let t = trim_value(s);
+    let ms = parse_absolute(t).ok_or(Reject::BadTime)?;
+    if ms < weibo_launch_ms() {
+        return Err(Reject::TimeBeforeLaunch);
+    }
+    Ok(ms)
+}
+
+fn parse_time_unchecked(t: &str, crawl_ms: i64) -> Option<i64> {
+    parse_absolute(t).or_else(|| parse_relative(t, crawl_ms))
+}
+
+fn parse_absolute(t: &str) -> Option<i64> {
+    // Epoch seconds or milliseconds.
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let v: i64 = t.parse().ok()?;
+        return match t.len() {
+            9 | 10 => Some(v * 1000),
+            12 | 13 => Some(v),
+            _ => None,
+        };
+    }
+    // RFC 3339 / ISO with an explicit offset.
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Some(dt.timestamp_millis());
+    }
+    // Weibo API: `Tue Nov 29 21:00:00 +0800 2026`.
+    if let Ok(dt) = DateTime::parse_from_str(t, "%a %b %d %H:%M:%S %z %Y") {
+        return Some(dt.timestamp_millis());
+    }
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+        "%Y/%m/%d %H:%M:%S",
+        "%Y/%m/%d %H:%M",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+    ] {
+        if let Ok(naive) = NaiveDateTime::parse_from_str(t, fmt) {
+            return Some(shanghai(naive));
+        }
+    }
+    for fmt in ["%Y-%m-%d", "%Y/%m/%d", "%Y年%m月%d日"] {
+        if let Ok(date) = NaiveDate::parse_from_str(t, fmt) {
+            return Some(shanghai(date.and_time(NaiveTime::MIN)));
+        }
+    }
+    None
+}
+
+fn parse_relative(t: &str, crawl_ms: i64) -> Option<i64> {
+    let crawl = to_shanghai(crawl_ms);
+    if t == "刚刚" {
+        return Some(crawl_ms);
+    }
+    for (suffix, unit_ms) in [
+        ("秒前", 1_000i64),
+        ("分钟前", 60_000),
+        ("小时前", 3_600_000),
+        ("天前", 86_400_000),
+    ] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            let n: i64 = n.trim().parse().ok()?;
+            return Some(crawl_ms - n * unit_ms);
+        }
+    }
+    let hm = |s: &str| NaiveTime::parse_from_str(s.trim(), "%H:%M").ok();
+    if let Some(rest) = t.strip_prefix("今天") {
+        return Some(shanghai(crawl.date().and_time(hm(rest)?)));
+    }
+    if let Some(rest) = t.strip_prefix("昨天") {
+        let day = crawl.date().pred_opt()?;
+        return Some(shanghai(day.and_time(hm(rest)?)));
+    }
+    // Year missing: the crawl year, or the year before if that would be in the future.
+    let year = crawl.year();
+    let with_year = |month: u32, day: u32, time: NaiveTime| -> Option<i64> {
+        let this_year = NaiveDate::from_ymd_opt(year, month, day)?.and_time(time);
+        if this_year > crawl + Duration::days(1) {
+            Some(shanghai(
+                NaiveDate::from_ymd_opt(year - 1, month, day)?.and_time(time),
+            ))
+        } else {
+            Some(shanghai(this_year))
+        }
+    };
+    // `11月29日 21:00` or `11月29日`
+    if let Some((md, rest)) = t.split_once('日') {
+        let (m, d) = md.split_once('月')?;
+        let time = if rest.trim().is_empty() {
+            NaiveTime::MIN
+        } else {
+            hm(rest)?
+        };
+        return with_year(m.trim().parse().ok()?, d.trim().parse().ok()?, time);
+    }
+    // `11-29` or `11-29 21:00`
+    let (date_part, time_part) = match t.split_once(' ') {
+        Some((d, tm)) => (d, Some(tm)),
+        None => (t, None),
+    };
+    let (m, d) = date_part.split_once('-')?;
+    if m.len() > 2 || d.len() > 2 {
+        return None;
+    }
+    let time = match time_part {
+        Some(tm) => hm(tm)?,
+        None => NaiveTime::MIN,
+    };
+    with_year(m.parse().ok()?, d.parse().ok()?, time)
+}
+
+/// Markers crawlers store in place of deleted or hidden content.
+const DELETED_MARKERS: &[&str] = &[
+    "此微博已被作者删除",
+    "此微博已不可见",
+    "该账号因被投诉违反",
+    "此微博已被删除",
+    "该微博因被多人投诉",
+    "根据博主设置，此内容无法访问",
+];
+
+/// Cleans text: NFC, no zero-width characters, no control characters but newline, trimmed.
+/// Returns the text and whether it is a deleted/hidden marker (then the text is emptied, so
+/// the marker does not pollute the text column).
+pub fn clean_text(s: &str) -> (String, bool) {
+    let deleted = DELETED_MARKERS.iter().any(|m| s.contains(m));
+    if deleted {
+        return (String::new(), true);
+    }
+    let cleaned: String = s
+        .nfc()
+        .filter(|&c| {
+            !matches!(
+                c,
+                '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{00ad}'
+            ) && (c == '\n' || !c.is_control())
+        })
+        .collect();
+    (cleaned.trim().to_string(), false)
+}
+
+/// Splits a joined list (`a,b`, `a，b`, `a;b`, or a JSON-ish `['a', 'b']`) into clean items.
+pub fn split_list(s: &str) -> Vec<String> {
+    let t = trim_value(s);
+    if is_missing(t) {
+        return Vec::new();
+    }
+    let t = t.trim_start_matches('[').trim_end_matches(']');
+    t.split([',', '，', ';', '；'])
+        .map(|item| clean_text(trim_value(item)).0)
+        .map(|item| {
+            item.trim_start_matches('#')
+                .trim_end_matches('#')
+                .to_string()
+        })
+        .map(|item| item.trim_start_matches('@').to_string())
+        .filter(|item| !item.is_empty() && item != "无")
+        .collect()
+}
+
+/// A boolean as crawlers write it.
+pub fn parse_bool(s: &str) -> Option<bool> {
+    match trim_value(s) {
+        "true" | "True" | "TRUE" | "1" | "是" | "yes" | "y" => Some(true),
+        "false" | "False" | "FALSE" | "0" | "否" | "no" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+/// Gender as `m` / `f`, or `None`.
+pub fn parse_gender(s: &str) -> Option<String> {
+    match trim_value(s) {
+        "m" | "M" | "男" | "male" => Some("m".into()),
+        "f" | "F" | "女" | "female" => Some("f".into()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(s: &str) -> i64 {
+        shanghai(NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").unwrap())
+    }
+
+    #[test]
+    fn ids() {
+        assert_eq!(parse_id("4973000000000001\t"), Ok(4973000000000001));
+        assert_eq!(parse_id(" \"1669879400\" "), Ok(1669879400));
+        assert_eq!(parse_id("4.38E+15"), Err(Reject::LossyId));
+        assert_eq!(parse_id("4.38e15"), Err(Reject::LossyId));
+        assert_eq!(parse_id("123.0"), Ok(123));
+        assert_eq!(parse_id("abc"), Err(Reject::BadId));
+        assert_eq!(parse_id("yangmiblog"), Err(Reject::BadId));
+        assert_eq!(parse_id(""), Err(Reject::MissingField));
+        assert_eq!(parse_id("0"), Err(Reject::BadId));
+        assert_eq!(parse_id("99999999999999999999"), Err(Reject::BadId));
+        assert_eq!(parse_optional_id("无"), Ok(None));
+        assert_eq!(parse_optional_id(""), Ok(None));
+        assert_eq!(parse_optional_id("42\t"), Ok(Some(42)));
+    }
+
+    #[test]
+    fn bid_and_mid_convert_both_ways() {
+        // Worked by hand: groups "1" | "0001" -> "1" + "0000001"; "z" is 35, "Z" is 61.
+        assert_eq!(bid_to_mid("10001"), Ok(10_000_001));
+        assert_eq!(bid_to_mid("z000Z"), Ok(35 * 10_000_000 + 61));
+        assert_eq!(mid_to_bid(350_000_061), "z000Z");
+        for mid in [
+            1i64,
+            62,
+            3_500_000_000_000_000,
+            4_973_000_000_000_001,
+            4_000_000_000_000_007,
+        ] {
+            assert_eq!(bid_to_mid(&mid_to_bid(mid)), Ok(mid), "{mid}");
+        }
+        let bid = mid_to_bid(4_455_396_406_985_423);
+        assert_eq!(bid.len(), 9);
+        assert_eq!(parse_mid_or_bid(&bid), Ok(4_455_396_406_985_423));
+        assert_eq!(
+            parse_mid_or_bid("4455396406985423\t"),
+            Ok(4_455_396_406_985_423)
+        );
+        assert_eq!(bid_to_mid("!!!"), Err(Reject::BadId));
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("1234"), Ok(Some((1234, false))));
+        assert_eq!(parse_count("1,234"), Ok(Some((1234, false))));
+        assert_eq!(parse_count("1.2万"), Ok(Some((12_000, false))));
+        assert_eq!(parse_count("100万+"), Ok(Some((1_000_000, true))));
+        assert_eq!(parse_count("3亿"), Ok(Some((300_000_000, false))));
+        assert_eq!(parse_count("无"), Ok(None));
+        assert_eq!(parse_count(""), Ok(None));
+        assert_eq!(parse_count("-3"), Err(Reject::BadCount));
+        assert_eq!(parse_count("lots"), Err(Reject::BadCount));
+        assert_eq!(parse_count("万"), Err(Reject::BadCount));
+    }
+
+    #[test]
+    fn absolute_times_in_every_shape() {
+        let crawl = sh("2026-11-29 23:00:00");
+        let expect = sh("2026-11-29 21:00:00");
+        for s in [
+            "2026-11-29 21:00:00",
+            "2026-11-29T21:00:00",
+            "2026-11-29 21:00",
+            "Sun Nov 29 21:00:00 +0800 2026",
+            "2026-11-29T13:00:00Z",
+            "2026-11-29T21:00:00+08:00",
+        ] {
+            assert_eq!(parse_time(s, crawl), Ok(expect), "{s}");
+        }
+        assert_eq!(parse_time(&(expect / 1000).to_string(), crawl), Ok(expect));
+        assert_eq!(parse_time(&expect.to_string(), crawl), Ok(expect));
+        assert_eq!(
+            parse_time("2026-11-29", crawl),
+            Ok(sh("2026-11-29 00:00:00"))
+        );
+        // UTC is 8 hours behind Shanghai.
+        assert_eq!(
+            sh("2026-11-29 08:00:00"),
+            Utc.with_ymd_and_hms(2026, 11, 29, 0, 0, 0)
+                .unwrap()
+                .timestamp_millis()
+        );
+    }
+
+    #[test]
+    fn relative_times_resolve_against_the_crawl() {
+        let crawl = sh("2026-11-29 23:00:00");
+        assert_eq!(parse_time("刚刚", crawl), Ok(crawl));
+        assert_eq!(parse_time("30秒前", crawl), Ok(crawl - 30_000));
+        assert_eq!(parse_time("5分钟前", crawl), Ok(crawl - 300_000));
+        assert_eq!(parse_time("2小时前", crawl), Ok(sh("2026-11-29 21:00:00")));
+        assert_eq!(
+            parse_time("今天 08:15", crawl),
+            Ok(sh("2026-11-29 08:15:00"))
+        );
+        assert_eq!(
+            parse_time("昨天 23:59", crawl),
+            Ok(sh("2026-11-28 23:59:00"))
+        );
+        assert_eq!(parse_time("11-02", crawl), Ok(sh("2026-11-02 00:00:00")));
+        assert_eq!(
+            parse_time("11-02 10:30", crawl),
+            Ok(sh("2026-11-02 10:30:00"))
+        );
+        assert_eq!(
+            parse_time("11月02日 10:30", crawl),
+            Ok(sh("2026-11-02 10:30:00"))
+        );
+        // December seen in a January crawl is last year's December.
+        let jan = sh("2027-01-03 12:00:00");
+        assert_eq!(
+            parse_time("12-30 09:00", jan),
+            Ok(sh("2026-12-30 09:00:00"))
+        );
+    }
+
+    #[test]
+    fn impossible_times_are_refused() {
+        let crawl = sh("2026-11-29 23:00:00");
+        assert_eq!(
+            parse_time("2008-01-01 00:00:00", crawl),
+            Err(Reject::TimeBeforeLaunch)
+        );
+        assert_eq!(
+            parse_time("2026-11-30 09:00:00", crawl),
+            Err(Reject::TimeInFuture)
+        );
+        assert_eq!(parse_time("not a time", crawl), Err(Reject::BadTime));
+        assert_eq!(parse_time("2026-13-45 10:00", crawl), Err(Reject::BadTime));
+        assert_eq!(parse_time("", crawl), Err(Reject::MissingField));
+    }
+
+    #[test]
+    fn text() {
+        assert_eq!(clean_text("a\u{200b}b\u{feff}c"), ("abc".into(), false));
+        assert_eq!(
+            clean_text("line1\r\nline2\u{7}"),
+            ("line1\nline2".into(), false)
+        );
+        // NFC: e + combining acute becomes é.
+        assert_eq!(clean_text("e\u{301}"), ("\u{e9}".into(), false));
+        assert_eq!(clean_text("😀 表情"), ("😀 表情".into(), false));
+        assert_eq!(
+            clean_text("抱歉，此微博已被作者删除。查看帮助：http://t.cn/x"),
+            (String::new(), true)
+        );
+        assert_eq!(
+            clean_text("抱歉，作者已设置仅展示半年内微博，此微博已不可见。"),
+            (String::new(), true)
+        );
+    }
+
+    #[test]
+    fn lists_and_small_fields() {
+        assert_eq!(
+            split_list("#花絮#,@何炅，大数据"),
+            vec!["花絮", "何炅", "大数据"]
+        );
+        assert_eq!(split_list("['a', 'b']"), vec!["a", "b"]);
+        assert!(split_list("无").is_empty());
+        assert_eq!(parse_bool("是"), Some(true));
+        assert_eq!(parse_bool("False"), Some(false));
+        assert_eq!(parse_gender("女"), Some("f".into()));
+        assert_eq!(parse_gender("?"), None);
+    }
+}

@@ -1,0 +1,177 @@
+//! `weibo-etl clean`: raw crawled files → deduplicated Parquet partitions, rejects, report.
+
+use anyhow::{Context as _, Result};
+use chrono::{Duration, NaiveDate};
+use weibo_etl::clean::job::{self, CleanError, CleanOptions, CleanReport};
+use weibo_etl::clean::values::parse_crawl_time;
+use weibo_etl::raw::Format;
+use weibo_etl::report::Report;
+use weibo_etl::Error;
+
+use super::Context;
+
+const EXAMPLES: &str = "\
+Examples:
+  weibo-etl clean --input hdfs:///weibo/raw/dt=2026-11-29 --output hdfs:///weibo/clean --date 2026-11-29
+  weibo-etl clean --input 'raw/*.csv.gz' --input raw/tweets.jsonl --output out --date 2026-11-29 \\
+      --max-reject-ratio 0.01 --report clean.json
+
+Output layout:
+  <output>/<entity>/dt=<date>/part-NNNNN.parquet   entities: users posts follows comments reposts
+  <output>/<entity>/dt=<date>/_SUCCESS            written last; a partition without it is not done
+  <output>/_rejects/dt=<date>/rejects.jsonl       one line per rejected record: reason, file, line, raw
+
+A rerun replaces the partitions of that date; a run over the reject budget commits nothing and
+exits 3, naming the entity and its dominant reject reason.";
+
+/// Clean raw crawled data: detect each file's format, decode it, apply the cleaning rules,
+/// deduplicate by natural key (newest crawl wins) and write zstd Parquet partitions per entity,
+/// committed atomically with _SUCCESS.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// Raw input: files, folders or globs, on HDFS or local disk (repeatable)
+    #[arg(long = "input", required = true, value_name = "URL")]
+    inputs: Vec<String>,
+    /// Folder the entity partitions are written under
+    #[arg(long, value_name = "URL")]
+    output: String,
+    /// Logical date of the run: names the dt= partitions
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_date)]
+    date: NaiveDate,
+    /// Input format; auto detects it per file from name, header or first record
+    #[arg(long, default_value = "auto", value_parser = parse_format)]
+    format: FormatChoice,
+    /// Crawl time for records that carry none, e.g. 2026-11-29T23:00:00+08:00 [default: the
+    /// end of --date, Asia/Shanghai]
+    #[arg(long, value_name = "TIME")]
+    crawl_time: Option<String>,
+    /// Fail (exit 3, nothing committed) when an entity rejects more than this fraction
+    #[arg(long, default_value_t = 0.05, value_name = "R")]
+    max_reject_ratio: f64,
+    /// Local folder for spill files [default: the system temp folder]
+    #[arg(long, value_name = "DIR")]
+    spill_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+struct FormatChoice(Option<Format>);
+
+fn parse_format(s: &str) -> Result<FormatChoice, String> {
+    if s == "auto" {
+        return Ok(FormatChoice(None));
+    }
+    <Format as clap::ValueEnum>::from_str(s, true)
+        .map(|f| FormatChoice(Some(f)))
+        .map_err(|_| {
+            let names: Vec<&str> = <Format as clap::ValueEnum>::value_variants()
+                .iter()
+                .map(|f| f.name())
+                .collect();
+            format!("unknown format {s:?}; one of: auto, {}", names.join(", "))
+        })
+}
+
+fn parse_date(s: &str) -> Result<NaiveDate, String> {
+    NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))
+}
+
+pub fn run(ctx: &Context, args: Args) -> Result<()> {
+    let default_crawl_ms = match &args.crawl_time {
+        Some(t) => parse_crawl_time(t)
+            .map_err(|r| Error::Usage(format!("--crawl-time {t:?}: {}", r.code())))?,
+        None => {
+            let end = args.date + Duration::days(1);
+            parse_crawl_time(&end.format("%Y-%m-%d 00:00:00").to_string())
+                .map_err(|r| Error::Usage(format!("--date: {}", r.code())))?
+        }
+    };
+    let options = CleanOptions {
+        inputs: args.inputs,
+        output: args.output,
+        date: args.date.format("%Y-%m-%d").to_string(),
+        format: args.format.0,
+        default_crawl_ms,
+        max_reject_ratio: args.max_reject_ratio,
+        spill_dir: args.spill_dir,
+    };
+    let mut report = Report::new("clean");
+    // Expand once for the progress bar's total; the job expands again (cheap metadata calls).
+    let total: u64 = ctx
+        .fs
+        .expand_inputs(&options.inputs)?
+        .iter()
+        .map(|f| f.len)
+        .sum();
+    let bar = weibo_etl::progress::bytes(total, "clean");
+    let outcome = job::run(&ctx.fs, &options, &|n| bar.inc(n));
+    bar.finish_and_clear();
+    match outcome {
+        Ok(clean) => {
+            print_summary(&clean);
+            report.set("clean", &clean);
+            ctx.finish_report(&report, None)?;
+            Ok(())
+        }
+        Err(err @ CleanError::RejectBudget { .. }) => {
+            let message = err.to_string();
+            if let CleanError::RejectBudget {
+                report: partial, ..
+            } = &err
+            {
+                print_summary(partial);
+                report.set("clean", partial.as_ref());
+            }
+            ctx.finish_report(&report, Some(&message))?;
+            Err(Error::RejectBudget(message).into())
+        }
+        Err(CleanError::Other(e)) => {
+            let message = e.to_string();
+            ctx.finish_report(&report, Some(&message))?;
+            Err(e).context("clean failed")
+        }
+    }
+}
+
+fn print_summary(r: &CleanReport) {
+    eprintln!(
+        "{:<14} {:>10} {:>10} {:>9} {:>10} {:>9}  rejects by reason",
+        "entity", "records_in", "records_out", "rejected", "duplicates", "dangling"
+    );
+    let rows = r
+        .entities
+        .iter()
+        .map(|(n, c)| (n.as_str(), c))
+        .chain(std::iter::once(("(unattributed)", &r.unattributed)));
+    for (name, c) in rows {
+        if c.records_in == 0 && name == "(unattributed)" {
+            continue;
+        }
+        let reasons: Vec<String> = c
+            .rejected_by_reason
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        eprintln!(
+            "{name:<14} {:>10} {:>10} {:>9} {:>10} {:>9}  {}",
+            c.records_in,
+            c.records_out,
+            c.rejected,
+            c.duplicates,
+            c.dangling,
+            reasons.join(" ")
+        );
+    }
+    eprintln!(
+        "{} files, {:.1} MB in {:.2}s ({:.1} MB/s){}",
+        r.files.len(),
+        r.bytes_in as f64 / 1e6,
+        r.seconds,
+        r.mb_per_s,
+        if r.committed {
+            format!(", committed under {}", r.output)
+        } else {
+            ", nothing committed".into()
+        }
+    );
+}

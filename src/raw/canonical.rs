@@ -1,0 +1,304 @@
+//! Our own canonical raw format (§1 of the raw-format spec): CSV with a header naming the
+//! canonical fields of one entity, or JSON lines whose keys are those fields.
+//!
+//! Invariants: every physical CSV record and every non-blank JSON line becomes exactly one
+//! [`Item`]; a CSV row with a different field count than its header is rejected as
+//! `malformed_row` (our own writers never produce one), a header row repeated inside the file
+//! is counted as a duplicate.
+
+use std::io::{self, BufRead};
+
+use csv::ByteRecord;
+use serde_json::Value;
+
+use super::{entity_from_fields, entity_from_path, excerpt, Item};
+use crate::clean::{Entity, RawRecord, Reject};
+
+fn record_excerpt(record: &ByteRecord) -> String {
+    let joined: Vec<String> = record
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    excerpt(&joined.join(","))
+}
+
+/// Reads a canonical CSV file.
+pub fn read_csv(
+    reader: Box<dyn BufRead + Send>,
+    path: &str,
+    emit: &mut dyn FnMut(Item),
+) -> io::Result<()> {
+    let mut csv = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(reader);
+    let mut record = ByteRecord::new();
+    let mut header: Option<(ByteRecord, Option<Entity>, Vec<Option<usize>>)> = None;
+    loop {
+        let line = csv.position().line() + 1;
+        match csv.read_byte_record(&mut record) {
+            Ok(false) => return Ok(()),
+            Ok(true) => {}
+            Err(e) => {
+                if let csv::ErrorKind::Io(_) = e.kind() {
+                    return Err(io::Error::other(e.to_string()));
+                }
+                emit(Item::Rejected {
+                    line,
+                    entity: header.as_ref().and_then(|h| h.1),
+                    reason: Reject::MalformedRow,
+                    excerpt: excerpt(&e.to_string()),
+                });
+                continue;
+            }
+        }
+        let line = record.position().map_or(line, |p| p.line());
+        let Some((head, entity, mapping)) = &header else {
+            let names: Vec<String> = record
+                .iter()
+                .map(|f| {
+                    String::from_utf8_lossy(f)
+                        .trim()
+                        .trim_matches('"')
+                        .to_string()
+                })
+                .collect();
+            let entity = entity_from_fields(names.iter().map(String::as_str))
+                .or_else(|| entity_from_path(path));
+            let mapping = names
+                .iter()
+                .map(|n| entity.and_then(|e| e.field_index(n)))
+                .collect();
+            header = Some((record.clone(), entity, mapping));
+            continue;
+        };
+        let Some(entity) = *entity else {
+            emit(Item::Rejected {
+                line,
+                entity: None,
+                reason: Reject::UnknownFormat,
+                excerpt: record_excerpt(&record),
+            });
+            continue;
+        };
+        if record == *head {
+            emit(Item::RepeatedHeader { line, entity });
+            continue;
+        }
+        if record.len() != head.len() {
+            emit(Item::Rejected {
+                line,
+                entity: Some(entity),
+                reason: Reject::MalformedRow,
+                excerpt: record_excerpt(&record),
+            });
+            continue;
+        }
+        let mut raw = RawRecord::new(entity);
+        let mut bad_encoding = false;
+        for (value, target) in record.iter().zip(mapping) {
+            if let Some(i) = target {
+                match std::str::from_utf8(value) {
+                    Ok(v) => raw.fields[*i] = Some(v.to_string()),
+                    Err(_) => bad_encoding = true,
+                }
+            }
+        }
+        if bad_encoding {
+            emit(Item::Rejected {
+                line,
+                entity: Some(entity),
+                reason: Reject::InvalidEncoding,
+                excerpt: record_excerpt(&record),
+            });
+        } else {
+            emit(Item::Record {
+                line,
+                entity,
+                record: raw,
+            });
+        }
+    }
+}
+
+fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(value_text)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        Value::Object(_) => Some(v.to_string()),
+    }
+}
+
+/// Reads canonical JSON lines; the entity is detected per record from its keys.
+pub fn read_jsonl(
+    mut reader: Box<dyn BufRead + Send>,
+    emit: &mut dyn FnMut(Item),
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    let mut line = 0u64;
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(());
+        }
+        line += 1;
+        let reject = |reason, text: &str| Item::Rejected {
+            line,
+            entity: None,
+            reason,
+            excerpt: excerpt(text.trim_end()),
+        };
+        let Ok(text) = std::str::from_utf8(&buf) else {
+            emit(reject(
+                Reject::InvalidEncoding,
+                &String::from_utf8_lossy(&buf),
+            ));
+            continue;
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let object = match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => map,
+            _ => {
+                emit(reject(Reject::BadJson, text));
+                continue;
+            }
+        };
+        let Some(entity) = entity_from_fields(object.keys().map(String::as_str)) else {
+            emit(reject(Reject::UnknownRecord, text));
+            continue;
+        };
+        let mut raw = RawRecord::new(entity);
+        for (key, value) in &object {
+            if let Some(i) = entity.field_index(key) {
+                raw.fields[i] = value_text(value);
+            }
+        }
+        emit(Item::Record {
+            line,
+            entity,
+            record: raw,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items_csv(text: &str, path: &str) -> Vec<Item> {
+        let mut out = Vec::new();
+        read_csv(
+            Box::new(io::Cursor::new(text.as_bytes().to_vec())),
+            path,
+            &mut |i| out.push(i),
+        )
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn csv_maps_header_to_canonical_fields_and_flags_bad_rows() {
+        let text = "followee,follower,crawl_time\n2,1,2026-11-29\nfollowee,follower,crawl_time\n3,\"multi\nline\",x\n9,8\n";
+        let items = items_csv(text, "/raw/x.csv");
+        assert_eq!(items.len(), 4, "{items:?}");
+        match &items[0] {
+            Item::Record {
+                line,
+                entity,
+                record,
+            } => {
+                assert_eq!((*line, *entity), (2, Entity::Follows));
+                assert_eq!(record.fields[0].as_deref(), Some("1"));
+                assert_eq!(record.fields[1].as_deref(), Some("2"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(items[1], Item::RepeatedHeader { line: 3, .. }));
+        assert!(matches!(items[2], Item::Record { line: 4, .. }));
+        assert!(matches!(
+            items[3],
+            Item::Rejected {
+                line: 6,
+                reason: Reject::MalformedRow,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn csv_of_unknown_entity_rejects_each_row() {
+        let items = items_csv("a,b\n1,2\n3,4\n", "/raw/data.csv");
+        assert_eq!(items.len(), 2);
+        assert!(items.iter().all(|i| matches!(
+            i,
+            Item::Rejected {
+                reason: Reject::UnknownFormat,
+                entity: None,
+                ..
+            }
+        )));
+    }
+
+    #[test]
+    fn jsonl_detects_entity_per_record() {
+        let text = "{\"uid\":\"1\",\"screen_name\":\"a\"}\n\nnot json\n{\"follower\":1,\"followee\":2}\n{\"x\":1}\n[1]\n";
+        let mut out = Vec::new();
+        read_jsonl(
+            Box::new(io::Cursor::new(text.as_bytes().to_vec())),
+            &mut |i| out.push(i),
+        )
+        .unwrap();
+        assert_eq!(out.len(), 5);
+        assert!(matches!(
+            out[0],
+            Item::Record {
+                line: 1,
+                entity: Entity::Users,
+                ..
+            }
+        ));
+        assert!(matches!(
+            out[1],
+            Item::Rejected {
+                line: 3,
+                reason: Reject::BadJson,
+                ..
+            }
+        ));
+        assert!(matches!(
+            out[2],
+            Item::Record {
+                line: 4,
+                entity: Entity::Follows,
+                ..
+            }
+        ));
+        assert!(matches!(
+            out[3],
+            Item::Rejected {
+                line: 5,
+                reason: Reject::UnknownRecord,
+                ..
+            }
+        ));
+        assert!(matches!(
+            out[4],
+            Item::Rejected {
+                line: 6,
+                reason: Reject::BadJson,
+                ..
+            }
+        ));
+    }
+}

@@ -1,0 +1,397 @@
+//! Readers for raw crawled files: decompression, encoding detection, format detection, and
+//! the mapping of each format onto the canonical fields of an entity.
+//!
+//! A reader streams one file and emits one [`Item`] per input record: either a record of a
+//! known entity, or a rejection (undecodable bytes, a broken CSV row, a line that is not
+//! JSON, a file whose format is unknown). It never drops a record silently and never holds
+//! more than one record (plus I/O buffers) in memory.
+//!
+//! Invariants:
+//! - `.gz` and `.zst` files are decompressed on the fly; GBK/GB18030 files are detected from
+//!   their first 64 KiB and transcoded to UTF-8 as they stream.
+//! - Line numbers are 1-based and count physical lines of the decoded text, so a rejected
+//!   record can be found with `sed -n Np` on the decompressed file.
+
+pub mod canonical;
+
+use std::io::{self, BufRead, BufReader, Read};
+
+use serde::Serialize;
+
+use crate::clean::{Entity, RawRecord, Reject};
+use crate::error::{Error, Result};
+use crate::hdfs::{FileEntry, FileSystems};
+
+/// The file formats the readers understand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Our own CSV with a header (§1): one entity per file, detected from the header.
+    CanonicalCsv,
+    /// Our own JSON lines (§1): the entity is detected per record from its keys.
+    CanonicalJsonl,
+}
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::CanonicalCsv => "canonical-csv",
+            Format::CanonicalJsonl => "canonical-jsonl",
+        }
+    }
+}
+
+/// One input record's fate at the reader.
+#[derive(Debug)]
+pub enum Item {
+    Record {
+        line: u64,
+        entity: Entity,
+        record: RawRecord,
+    },
+    Rejected {
+        line: u64,
+        /// The entity, when the reader knows it (a CSV file's entity is known from its header).
+        entity: Option<Entity>,
+        reason: Reject,
+        excerpt: String,
+    },
+    /// A repeated header row inside a CSV file: counted as a duplicate.
+    RepeatedHeader { line: u64, entity: Entity },
+}
+
+/// Longest raw excerpt kept with a reject.
+pub const EXCERPT_CHARS: usize = 200;
+
+/// Cuts text to [`EXCERPT_CHARS`] characters.
+pub fn excerpt(s: &str) -> String {
+    let mut out: String = s.chars().take(EXCERPT_CHARS).collect();
+    if s.chars().nth(EXCERPT_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// What was found out about a file while reading it.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileSummary {
+    pub path: String,
+    pub format: Option<&'static str>,
+    pub encoding: &'static str,
+    pub compression: &'static str,
+    pub bytes: u64,
+}
+
+/// Opens a file decompressed and decoded to UTF-8 (invalid bytes are left for the reader to
+/// reject). Returns the stream and the names of the compression and encoding found.
+pub fn open_text(
+    fs: &FileSystems,
+    file: &FileEntry,
+) -> Result<(Box<dyn BufRead + Send>, &'static str, &'static str)> {
+    let raw = fs.open(&file.location)?;
+    let name = file.location.file_name().unwrap_or_default();
+    let (decompressed, compression): (Box<dyn Read + Send>, _) = if name.ends_with(".gz") {
+        (Box::new(flate2::read::MultiGzDecoder::new(raw)), "gzip")
+    } else if name.ends_with(".zst") || name.ends_with(".zstd") {
+        let d = zstd::stream::read::Decoder::new(raw).map_err(|e| Error::Io {
+            op: "open zstd",
+            path: file.location.to_string(),
+            source: e,
+        })?;
+        (Box::new(d), "zstd")
+    } else {
+        (raw, "none")
+    };
+    let mut buffered = BufReader::with_capacity(1 << 20, decompressed);
+    let sample = fill_sample(&mut buffered, 64 * 1024).map_err(|e| Error::Io {
+        op: "read",
+        path: file.location.to_string(),
+        source: e,
+    })?;
+    let encoding = sniff_encoding(&sample);
+    let reader: Box<dyn BufRead + Send> = match encoding {
+        "gb18030" => Box::new(BufReader::with_capacity(
+            1 << 20,
+            encoding_rs_io::DecodeReaderBytesBuilder::new()
+                .encoding(Some(encoding_rs::GB18030))
+                .build(buffered),
+        )),
+        _ => Box::new(StripBom::new(buffered)),
+    };
+    Ok((reader, compression, encoding))
+}
+
+/// Makes sure the buffer holds up to `want` bytes (or the whole stream) and returns a copy.
+fn fill_sample<R: Read>(reader: &mut BufReader<R>, want: usize) -> io::Result<Vec<u8>> {
+    // BufReader only refills when empty; read through a peek of its current buffer plus a
+    // bounded look-ahead kept in a side buffer would need a custom reader, so settle for what
+    // one fill gives (1 MiB capacity: far more than the 64 KiB sniff needs for plain files).
+    let buf = reader.fill_buf()?;
+    Ok(buf[..buf.len().min(want)].to_vec())
+}
+
+/// `utf-8` when the sample is valid UTF-8 (a character cut at the end is fine); `gb18030` when
+/// it is not but decodes cleanly as GB18030; else `utf-8` and invalid bytes are rejected.
+pub fn sniff_encoding(sample: &[u8]) -> &'static str {
+    match std::str::from_utf8(sample) {
+        Ok(_) => "utf-8",
+        Err(e) if e.error_len().is_none() => "utf-8",
+        Err(_) => {
+            let (_, had_errors) = encoding_rs::GB18030.decode_without_bom_handling(sample);
+            if had_errors {
+                "utf-8"
+            } else {
+                "gb18030"
+            }
+        }
+    }
+}
+
+/// Drops a leading UTF-8 byte-order mark (weibo-crawler and weiboSpider write `utf-8-sig`).
+struct StripBom<R> {
+    inner: R,
+    checked: bool,
+}
+
+impl<R: BufRead> StripBom<R> {
+    fn new(inner: R) -> Self {
+        StripBom {
+            inner,
+            checked: false,
+        }
+    }
+
+    fn check(&mut self) -> io::Result<()> {
+        if !self.checked {
+            self.checked = true;
+            let buf = self.inner.fill_buf()?;
+            if buf.starts_with(b"\xef\xbb\xbf") {
+                self.inner.consume(3);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<R: BufRead> Read for StripBom<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        self.check()?;
+        self.inner.read(out)
+    }
+}
+
+impl<R: BufRead> BufRead for StripBom<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.check()?;
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt)
+    }
+}
+
+/// Picks the format of a file from its name and first bytes.
+pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
+    let base = name
+        .trim_end_matches(".gz")
+        .trim_end_matches(".zst")
+        .trim_end_matches(".zstd");
+    let first = sample
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && *b != 0xef && *b != 0xbb && *b != 0xbf)
+        .map(|i| sample[i]);
+    if base.ends_with(".jsonl") || base.ends_with(".json") || first == Some(b'{') {
+        return Some(Format::CanonicalJsonl);
+    }
+    if base.ends_with(".csv") || base.ends_with(".tsv") || base.ends_with(".txt") {
+        return Some(Format::CanonicalCsv);
+    }
+    None
+}
+
+/// Reads one file, emitting one [`Item`] per record.
+pub fn read_file(
+    fs: &FileSystems,
+    file: &FileEntry,
+    format: Option<Format>,
+    emit: &mut dyn FnMut(Item),
+) -> Result<FileSummary> {
+    let (mut reader, compression, encoding) = open_text(fs, file)?;
+    let name = file.location.file_name().unwrap_or_default();
+    let path_hint = file.location.to_string();
+    let format = match format {
+        Some(f) => Some(f),
+        None => {
+            let sample = reader.fill_buf().map_err(|e| Error::Io {
+                op: "read",
+                path: path_hint.clone(),
+                source: e,
+            })?;
+            detect_format(&name, sample)
+        }
+    };
+    let io_err = |e: io::Error| Error::Io {
+        op: "read",
+        path: path_hint.clone(),
+        source: e,
+    };
+    match format {
+        Some(Format::CanonicalCsv) => {
+            canonical::read_csv(reader, &path_hint, emit).map_err(io_err)?
+        }
+        Some(Format::CanonicalJsonl) => canonical::read_jsonl(reader, emit).map_err(io_err)?,
+        None => reject_every_line(reader, Reject::UnknownFormat, emit).map_err(io_err)?,
+    }
+    Ok(FileSummary {
+        path: path_hint,
+        format: format.map(Format::name),
+        encoding,
+        compression,
+        bytes: file.len,
+    })
+}
+
+/// Rejects each line of a file that cannot be read as records.
+fn reject_every_line(
+    mut reader: Box<dyn BufRead + Send>,
+    reason: Reject,
+    emit: &mut dyn FnMut(Item),
+) -> io::Result<()> {
+    let mut line = Vec::new();
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        n += 1;
+        emit(Item::Rejected {
+            line: n,
+            entity: None,
+            reason,
+            excerpt: excerpt(String::from_utf8_lossy(&line).trim_end()),
+        });
+    }
+}
+
+/// The entity a path names, from a folder or file name (`.../follows/part-1.csv`): the
+/// right-most entity word wins; "post" inside "repost" does not count as posts.
+pub fn entity_from_path(path: &str) -> Option<Entity> {
+    let lower = path.to_ascii_lowercase();
+    let mut best: Option<(usize, Entity)> = None;
+    for entity in Entity::ALL {
+        let singular = entity.name().trim_end_matches('s');
+        let found = lower
+            .match_indices(singular)
+            .map(|(pos, _)| pos)
+            .filter(|&pos| entity != Entity::Posts || !lower[..pos].ends_with("re"))
+            .last();
+        if let Some(pos) = found {
+            if best.is_none_or(|(p, _)| pos > p) {
+                best = Some((pos, entity));
+            }
+        }
+    }
+    best.map(|(_, e)| e)
+}
+
+/// The entity a set of canonical field names describes (a CSV header, a JSON object's keys).
+pub fn entity_from_fields<'a>(names: impl IntoIterator<Item = &'a str> + Clone) -> Option<Entity> {
+    let has = |n: &str| names.clone().into_iter().any(|k| k == n);
+    if has("follower") && has("followee") {
+        return Some(Entity::Follows);
+    }
+    if has("cid") {
+        return Some(Entity::Comments);
+    }
+    let post_only = [
+        "bid",
+        "reposts_count",
+        "comments_count",
+        "attitudes_count",
+        "source",
+        "topics",
+        "pics",
+    ];
+    if has("mid") || has("bid") {
+        if post_only.iter().any(|n| has(n)) {
+            return Some(Entity::Posts);
+        }
+        if has("retweet_mid") {
+            return Some(Entity::Reposts);
+        }
+        return Some(Entity::Posts);
+    }
+    if has("uid") && (has("screen_name") || has("followers_count") || has("follow_count")) {
+        return Some(Entity::Users);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_utf8_and_gb18030() {
+        assert_eq!(sniff_encoding("用户,数据".as_bytes()), "utf-8");
+        let (gbk, _, _) = encoding_rs::GB18030.encode("用户,数据\n迪丽热巴");
+        assert_eq!(sniff_encoding(&gbk), "gb18030");
+        // A UTF-8 character cut by the sample boundary is still UTF-8.
+        let cut = &"数据".as_bytes()[..4];
+        assert_eq!(sniff_encoding(cut), "utf-8");
+    }
+
+    #[test]
+    fn detects_formats_and_entities_from_names() {
+        assert_eq!(
+            detect_format("a.jsonl.gz", b""),
+            Some(Format::CanonicalJsonl)
+        );
+        assert_eq!(
+            detect_format("x.dat", b"  {\"a\":1}"),
+            Some(Format::CanonicalJsonl)
+        );
+        assert_eq!(
+            detect_format("users.csv.zst", b""),
+            Some(Format::CanonicalCsv)
+        );
+        assert_eq!(detect_format("blob.bin", b"\x00\x01"), None);
+        assert_eq!(
+            entity_from_path("/raw/follows/part-0.csv"),
+            Some(Entity::Follows)
+        );
+        assert_eq!(entity_from_path("/raw/x/users.csv"), Some(Entity::Users));
+        assert_eq!(
+            entity_from_path("/raw/x/comments_2026.csv"),
+            Some(Entity::Comments)
+        );
+        assert_eq!(entity_from_path("/raw/x/data.csv"), None);
+        assert_eq!(
+            entity_from_path("/raw/reposts/r.csv"),
+            Some(Entity::Reposts)
+        );
+        assert_eq!(
+            entity_from_path("/raw/reposts/posts.csv"),
+            Some(Entity::Posts)
+        );
+        assert_eq!(
+            entity_from_fields(["uid", "screen_name"]),
+            Some(Entity::Users)
+        );
+        assert_eq!(
+            entity_from_fields(["mid", "uid", "retweet_mid"]),
+            Some(Entity::Reposts)
+        );
+        assert_eq!(
+            entity_from_fields(["mid", "bid", "retweet_mid"]),
+            Some(Entity::Posts)
+        );
+        assert_eq!(
+            entity_from_fields(["follower", "followee"]),
+            Some(Entity::Follows)
+        );
+        assert_eq!(entity_from_fields(["a", "b"]), None);
+    }
+}
