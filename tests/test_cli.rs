@@ -7,6 +7,7 @@ use crate::harness::{assert_golden, bin, run, stderr};
 fn help_matches_golden() {
     for (args, golden) in [
         (vec!["--help"], "help.txt"),
+        (vec!["clean", "--help"], "help-clean.txt"),
         (vec!["cluster", "--help"], "help-cluster.txt"),
         (vec!["fs", "--help"], "help-fs.txt"),
         (vec!["tables", "--help"], "help-tables.txt"),

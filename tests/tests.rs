@@ -6,6 +6,7 @@
 
 mod harness;
 
+mod test_clean;
 mod test_cli;
 
 #[cfg(feature = "integration")]

@@ -169,6 +169,10 @@ impl SpillSet {
         })
     }
 
+    fn rejects_path(&self, file_index: usize) -> PathBuf {
+        self.dir.path().join(format!("rejects-{file_index:06}.jsonl"))
+    }
+
     fn path(&self, entity: Entity, partition: usize) -> PathBuf {
         self.dir
             .path()
@@ -273,6 +277,7 @@ fn partition_of(key: (i64, i64), partitions: usize) -> usize {
     (x % partitions as u64) as usize
 }
 
+/// The rejects of one input file, in the order the file produced them.
 struct RejectSink {
     writer: Mutex<BufWriter<File>>,
     path: PathBuf,
@@ -339,17 +344,6 @@ pub fn run(
             .map_or("temp".into(), |p| p.display().to_string()),
         source: e,
     })?;
-    let rejects_path = spill.dir.path().join("rejects.jsonl");
-    let rejects = RejectSink {
-        writer: Mutex::new(BufWriter::new(File::create(&rejects_path).map_err(
-            |e| Error::Io {
-                op: "create",
-                path: rejects_path.display().to_string(),
-                source: e,
-            },
-        )?)),
-        path: rejects_path,
-    };
     let counters: HashMap<Option<Entity>, Counters> = Entity::ALL
         .into_iter()
         .map(Some)
@@ -362,23 +356,12 @@ pub fn run(
         .par_iter()
         .enumerate()
         .map(|(index, file)| {
-            let summary = read_one(fs, file, index, options, &spill, &rejects, &counters)?;
+            let summary = read_one(fs, file, index, options, &spill, &counters)?;
             progress(file.len);
             Ok(summary)
         })
         .collect::<Result<_>>()?;
     spill.finish()?;
-    rejects
-        .writer
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .flush()
-        .map_err(|e| Error::Io {
-            op: "write",
-            path: rejects.path.display().to_string(),
-            source: e,
-        })?;
-
     let mut report = CleanReport {
         date: options.date.clone(),
         output: output.to_string(),
@@ -448,17 +431,19 @@ pub fn run(
         let tmp_dir = output
             .join("_rejects")
             .join(&format!("_tmp.dt={}.{run_tag}", options.date));
+        // Per-file reject logs, concatenated in input order: the same input gives the same file.
         let mut target = fs.create_atomic(&tmp_dir.join("rejects.jsonl"))?;
-        let mut local = File::open(&rejects.path).map_err(|e| Error::Io {
-            op: "open",
-            path: rejects.path.display().to_string(),
-            source: e,
-        })?;
-        std::io::copy(&mut local, &mut target).map_err(|e| Error::Io {
-            op: "copy rejects",
-            path: tmp_dir.to_string(),
-            source: e,
-        })?;
+        for index in 0..files.len() {
+            let path = spill.rejects_path(index);
+            let Ok(mut local) = File::open(&path) else {
+                continue;
+            };
+            std::io::copy(&mut local, &mut target).map_err(|e| Error::Io {
+                op: "copy rejects",
+                path: path.display().to_string(),
+                source: e,
+            })?;
+        }
         target.commit()?;
         staged.push((tmp_dir, final_dir));
 
@@ -513,21 +498,30 @@ fn with_report(err: CleanError, report: CleanReport) -> CleanError {
     }
 }
 
-/// The first entity (or the unattributed bucket) over the budget, if any.
+/// The first entity over the budget, if any. Unattributed records (unknown formats) are
+/// measured against all records of the run: a stray file among good data is not a reason to
+/// fail, a run that is mostly unreadable is.
 fn budget_error(report: &CleanReport, budget: f64) -> Option<CleanError> {
+    let all_in: u64 = report
+        .entities
+        .values()
+        .map(|c| c.records_in)
+        .sum::<u64>()
+        + report.unattributed.records_in;
     let buckets = report
         .entities
         .iter()
-        .map(|(name, c)| (name.as_str(), c))
+        .map(|(name, c)| (name.as_str(), c, c.records_in))
         .chain(std::iter::once((
             "unattributed records",
             &report.unattributed,
+            all_in,
         )));
-    for (name, c) in buckets {
-        if c.records_in == 0 {
+    for (name, c, denominator) in buckets {
+        if denominator == 0 {
             continue;
         }
-        let ratio = c.rejected as f64 / c.records_in as f64;
+        let ratio = c.rejected as f64 / denominator as f64;
         if ratio > budget {
             let (dominant, dominant_count) = c
                 .rejected_by_reason
@@ -538,7 +532,7 @@ fn budget_error(report: &CleanReport, budget: f64) -> Option<CleanError> {
             return Some(CleanError::RejectBudget {
                 entity: name.to_string(),
                 rejected: c.rejected,
-                records_in: c.records_in,
+                records_in: denominator,
                 ratio: ratio * 100.0,
                 budget: budget * 100.0,
                 dominant,
@@ -556,10 +550,20 @@ fn read_one(
     index: usize,
     options: &CleanOptions,
     spill: &SpillSet,
-    rejects: &RejectSink,
     counters: &HashMap<Option<Entity>, Counters>,
 ) -> Result<FileSummary> {
     let path = file.location.to_string();
+    let rejects_path = spill.rejects_path(index);
+    let rejects = RejectSink {
+        writer: Mutex::new(BufWriter::new(File::create(&rejects_path).map_err(|e| {
+            Error::Io {
+                op: "create",
+                path: rejects_path.display().to_string(),
+                source: e,
+            }
+        })?)),
+        path: rejects_path,
+    };
     let mut pending: Vec<(u64, Entity, RawRecord)> = Vec::with_capacity(CHUNK_ROWS);
     let mut failure: Option<Error> = None;
     let flush = |pending: &mut Vec<(u64, Entity, RawRecord)>| -> Result<()> {
@@ -637,6 +641,16 @@ fn read_one(
         return Err(e);
     }
     flush(&mut pending)?;
+    rejects
+        .writer
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .flush()
+        .map_err(|e| Error::Io {
+            op: "write",
+            path: rejects.path.display().to_string(),
+            source: e,
+        })?;
     Ok(summary)
 }
 

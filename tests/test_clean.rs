@@ -1,0 +1,183 @@
+//! The `clean` job on local files: golden rows and rejects for every sample file, the
+//! accounting identity, reruns, and the reject budget. (The HDFS twin of these runs lives in
+//! `test_clean_hdfs`, behind the integration switch.)
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::harness::{assert_golden, bin, run, stderr};
+
+pub const DATE: &str = "2026-11-29";
+
+pub fn sample_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_data")
+}
+
+/// Every file below `dir`, relative path → bytes.
+pub fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The rows of a Parquet partition folder as JSON lines, in file then row order.
+pub fn parquet_rows(dir: &Path) -> String {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    let mut buf = Vec::new();
+    {
+        let mut writer = arrow::json::LineDelimitedWriter::new(&mut buf);
+        for f in files {
+            let reader = ParquetRecordBatchReaderBuilder::try_new(fs::File::open(f).unwrap())
+                .unwrap()
+                .build()
+                .unwrap();
+            for batch in reader {
+                writer.write(&batch.unwrap()).unwrap();
+            }
+        }
+        writer.finish().unwrap();
+    }
+    String::from_utf8(buf).unwrap()
+}
+
+fn clean(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
+    run(bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["-q", "clean", "--input"])
+        .arg(input)
+        .arg("--output")
+        .arg(output)
+        .args(["--date", DATE])
+        .args(extra))
+}
+
+fn report(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn sample_data_gives_golden_rows_rejects_and_balanced_counts() {
+    let out = tempfile::tempdir().unwrap();
+    let report_path = out.path().join("report.json");
+    let result = clean(
+        Path::new("sample_data"),
+        &out.path().join("clean"),
+        &["--max-reject-ratio", "0.5", "--report", report_path.to_str().unwrap()],
+    );
+    assert!(result.status.success(), "{}", stderr(&result));
+    let report = report(&report_path);
+    assert_eq!(report["ok"], true);
+    let clean = &report["clean"];
+
+    // records_in == records_out + rejected + duplicates, per entity, from the report alone.
+    let mut counts = String::new();
+    for (entity, c) in clean["entities"].as_object().unwrap() {
+        let n = |k: &str| c[k].as_u64().unwrap();
+        assert_eq!(
+            n("records_in"),
+            n("records_out") + n("rejected") + n("duplicates"),
+            "{entity}: {c}"
+        );
+        let by_reason: u64 = c["rejected_by_reason"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(by_reason, n("rejected"), "{entity}");
+        counts.push_str(&format!("{entity} {c}\n"));
+    }
+    counts.push_str(&format!("unattributed {}\n", clean["unattributed"]));
+    assert_golden("clean/counts.txt", &counts);
+
+    // Cleaned rows of every entity, and every reject with its reason, file and line.
+    for entity in ["users", "posts", "follows", "comments", "reposts"] {
+        let dir = out.path().join("clean").join(entity).join(format!("dt={DATE}"));
+        assert!(dir.join("_SUCCESS").exists(), "{entity} not committed");
+        assert_golden(&format!("clean/{entity}.jsonl"), &parquet_rows(&dir));
+    }
+    let rejects = fs::read_to_string(
+        out.path()
+            .join("clean/_rejects")
+            .join(format!("dt={DATE}"))
+            .join("rejects.jsonl"),
+    )
+    .unwrap();
+    assert_golden("clean/rejects.jsonl", &rejects);
+}
+
+#[test]
+fn rerun_replaces_the_partitions_byte_for_byte() {
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("clean");
+    let ok = ["--max-reject-ratio", "0.5"];
+    assert!(clean(&sample_dir(), &target, &ok).status.success());
+    let first = tree(&target);
+    assert!(clean(&sample_dir(), &target, &ok).status.success());
+    let second = tree(&target);
+    assert_eq!(
+        first.keys().collect::<Vec<_>>(),
+        second.keys().collect::<Vec<_>>(),
+        "stray or missing files after a rerun"
+    );
+    assert!(first == second, "a rerun changed the output");
+    assert!(first.keys().all(|k| !k.contains("_tmp")), "{:?}", first.keys());
+}
+
+#[test]
+fn over_the_reject_budget_exits_3_and_commits_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("clean");
+    // A good run first: a failed rerun must leave it untouched.
+    assert!(clean(&sample_dir().join("canonical"), &target, &[]).status.success());
+    let before = tree(&target);
+
+    let report_path = out.path().join("report.json");
+    let result = clean(
+        &sample_dir(),
+        &target,
+        &["--max-reject-ratio", "0.01", "--report", report_path.to_str().unwrap()],
+    );
+    assert_eq!(result.status.code(), Some(3), "{}", stderr(&result));
+    let err = stderr(&result);
+    let last = err.lines().last().unwrap();
+    assert!(last.contains("reject budget exceeded for follows"), "{err}");
+    assert!(last.contains("mostly malformed_row (2)"), "{err}");
+    assert_eq!(tree(&target), before, "a failed run changed committed output");
+    let report = report(&report_path);
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["clean"]["committed"], false);
+}
+
+#[test]
+fn bad_usage_is_exit_2() {
+    let out = tempfile::tempdir().unwrap();
+    let result = clean(&sample_dir(), out.path(), &["--format", "nope"]);
+    assert_eq!(result.status.code(), Some(2));
+    let result = run(bin().args(["clean", "--input", "x", "--output", "y", "--date", "29/11/2026"]));
+    assert_eq!(result.status.code(), Some(2));
+    assert!(stderr(&result).contains("YYYY-MM-DD"), "{}", stderr(&result));
+    let result = clean(&out.path().join("missing"), &out.path().join("o"), &[]);
+    assert_eq!(result.status.code(), Some(1));
+    assert!(stderr(&result).contains("missing"), "{}", stderr(&result));
+}
