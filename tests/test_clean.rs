@@ -26,7 +26,11 @@ pub fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 out.insert(rel, fs::read(&path).unwrap());
             }
         }
@@ -82,7 +86,12 @@ fn sample_data_gives_golden_rows_rejects_and_balanced_counts() {
     let result = clean(
         Path::new("sample_data"),
         &out.path().join("clean"),
-        &["--max-reject-ratio", "0.5", "--report", report_path.to_str().unwrap()],
+        &[
+            "--max-reject-ratio",
+            "0.5",
+            "--report",
+            report_path.to_str().unwrap(),
+        ],
     );
     assert!(result.status.success(), "{}", stderr(&result));
     let report = report(&report_path);
@@ -112,7 +121,11 @@ fn sample_data_gives_golden_rows_rejects_and_balanced_counts() {
 
     // Cleaned rows of every entity, and every reject with its reason, file and line.
     for entity in ["users", "posts", "follows", "comments", "reposts"] {
-        let dir = out.path().join("clean").join(entity).join(format!("dt={DATE}"));
+        let dir = out
+            .path()
+            .join("clean")
+            .join(entity)
+            .join(format!("dt={DATE}"));
         assert!(dir.join("_SUCCESS").exists(), "{entity} not committed");
         assert_golden(&format!("clean/{entity}.jsonl"), &parquet_rows(&dir));
     }
@@ -141,7 +154,11 @@ fn rerun_replaces_the_partitions_byte_for_byte() {
         "stray or missing files after a rerun"
     );
     assert!(first == second, "a rerun changed the output");
-    assert!(first.keys().all(|k| !k.contains("_tmp")), "{:?}", first.keys());
+    assert!(
+        first.keys().all(|k| !k.contains("_tmp")),
+        "{:?}",
+        first.keys()
+    );
 }
 
 #[test]
@@ -149,21 +166,32 @@ fn over_the_reject_budget_exits_3_and_commits_nothing() {
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("clean");
     // A good run first: a failed rerun must leave it untouched.
-    assert!(clean(&sample_dir().join("canonical"), &target, &[]).status.success());
+    assert!(clean(&sample_dir().join("canonical"), &target, &[])
+        .status
+        .success());
     let before = tree(&target);
 
     let report_path = out.path().join("report.json");
     let result = clean(
         &sample_dir(),
         &target,
-        &["--max-reject-ratio", "0.01", "--report", report_path.to_str().unwrap()],
+        &[
+            "--max-reject-ratio",
+            "0.01",
+            "--report",
+            report_path.to_str().unwrap(),
+        ],
     );
     assert_eq!(result.status.code(), Some(3), "{}", stderr(&result));
     let err = stderr(&result);
     let last = err.lines().last().unwrap();
     assert!(last.contains("reject budget exceeded for follows"), "{err}");
     assert!(last.contains("mostly malformed_row (2)"), "{err}");
-    assert_eq!(tree(&target), before, "a failed run changed committed output");
+    assert_eq!(
+        tree(&target),
+        before,
+        "a failed run changed committed output"
+    );
     let report = report(&report_path);
     assert_eq!(report["ok"], false);
     assert_eq!(report["clean"]["committed"], false);
@@ -174,9 +202,21 @@ fn bad_usage_is_exit_2() {
     let out = tempfile::tempdir().unwrap();
     let result = clean(&sample_dir(), out.path(), &["--format", "nope"]);
     assert_eq!(result.status.code(), Some(2));
-    let result = run(bin().args(["clean", "--input", "x", "--output", "y", "--date", "29/11/2026"]));
+    let result = run(bin().args([
+        "clean",
+        "--input",
+        "x",
+        "--output",
+        "y",
+        "--date",
+        "29/11/2026",
+    ]));
     assert_eq!(result.status.code(), Some(2));
-    assert!(stderr(&result).contains("YYYY-MM-DD"), "{}", stderr(&result));
+    assert!(
+        stderr(&result).contains("YYYY-MM-DD"),
+        "{}",
+        stderr(&result)
+    );
     let result = clean(&out.path().join("missing"), &out.path().join("o"), &[]);
     assert_eq!(result.status.code(), Some(1));
     assert!(stderr(&result).contains("missing"), "{}", stderr(&result));

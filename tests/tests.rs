@@ -10,6 +10,8 @@ mod test_clean;
 mod test_cli;
 
 #[cfg(feature = "integration")]
+mod test_clean_hdfs;
+#[cfg(feature = "integration")]
 mod test_hbase;
 #[cfg(feature = "integration")]
 mod test_hdfs;

@@ -170,7 +170,9 @@ impl SpillSet {
     }
 
     fn rejects_path(&self, file_index: usize) -> PathBuf {
-        self.dir.path().join(format!("rejects-{file_index:06}.jsonl"))
+        self.dir
+            .path()
+            .join(format!("rejects-{file_index:06}.jsonl"))
     }
 
     fn path(&self, entity: Entity, partition: usize) -> PathBuf {
@@ -502,11 +504,7 @@ fn with_report(err: CleanError, report: CleanReport) -> CleanError {
 /// measured against all records of the run: a stray file among good data is not a reason to
 /// fail, a run that is mostly unreadable is.
 fn budget_error(report: &CleanReport, budget: f64) -> Option<CleanError> {
-    let all_in: u64 = report
-        .entities
-        .values()
-        .map(|c| c.records_in)
-        .sum::<u64>()
+    let all_in: u64 = report.entities.values().map(|c| c.records_in).sum::<u64>()
         + report.unattributed.records_in;
     let buckets = report
         .entities
@@ -555,13 +553,13 @@ fn read_one(
     let path = file.location.to_string();
     let rejects_path = spill.rejects_path(index);
     let rejects = RejectSink {
-        writer: Mutex::new(BufWriter::new(File::create(&rejects_path).map_err(|e| {
-            Error::Io {
+        writer: Mutex::new(BufWriter::new(File::create(&rejects_path).map_err(
+            |e| Error::Io {
                 op: "create",
                 path: rejects_path.display().to_string(),
                 source: e,
-            }
-        })?)),
+            },
+        )?)),
         path: rejects_path,
     };
     let mut pending: Vec<(u64, Entity, RawRecord)> = Vec::with_capacity(CHUNK_ROWS);

@@ -302,3 +302,104 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod robustness {
+    //! Arbitrary bytes into every reader: no panic, and every record accounted for.
+
+    use super::*;
+    use crate::clean::clean_record;
+    use proptest::prelude::*;
+
+    fn run_jsonl(bytes: &[u8]) -> Vec<Item> {
+        let mut out = Vec::new();
+        read_jsonl(Box::new(io::Cursor::new(bytes.to_vec())), &mut |i| {
+            out.push(i)
+        })
+        .unwrap();
+        out
+    }
+
+    fn run_csv(bytes: &[u8]) -> Vec<Item> {
+        let mut out = Vec::new();
+        read_csv(
+            Box::new(io::Cursor::new(bytes.to_vec())),
+            "/raw/posts.csv",
+            &mut |i| out.push(i),
+        )
+        .unwrap();
+        out
+    }
+
+    /// Records the csv crate itself sees (minus the header): what `read_csv` must account for.
+    fn csv_records(bytes: &[u8]) -> usize {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(bytes);
+        let mut rec = ByteRecord::new();
+        let mut n = 0usize;
+        while let Ok(true) = r.read_byte_record(&mut rec) {
+            n += 1;
+        }
+        n.saturating_sub(1)
+    }
+
+    fn clean_all(items: &[Item]) {
+        for item in items {
+            if let Item::Record { entity, record, .. } = item {
+                let _ = clean_record(*entity, record, 1_795_964_400_000);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn jsonl_accounts_for_every_nonblank_line(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let items = run_jsonl(&bytes);
+            let lines = bytes
+                .split(|b| *b == b'\n')
+                .filter(|l| !String::from_utf8_lossy(l).trim().is_empty())
+                .count();
+            prop_assert_eq!(items.len(), lines);
+            clean_all(&items);
+        }
+
+        #[test]
+        fn jsonl_objects_with_arbitrary_values_clean_without_panic(
+            values in proptest::collection::vec("[ -~\\u{4e00}-\\u{4e20}\\t]{0,24}", 14)
+        ) {
+            let fields = Entity::Posts.fields();
+            let object: serde_json::Map<String, Value> = fields
+                .iter()
+                .zip(&values)
+                .map(|(k, v)| (k.to_string(), Value::String(v.clone())))
+                .collect();
+            let line = format!("{}\n", Value::Object(object));
+            let items = run_jsonl(line.as_bytes());
+            prop_assert_eq!(items.len(), 1);
+            clean_all(&items);
+        }
+
+        #[test]
+        fn csv_accounts_for_every_record(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let mut input = b"mid,uid,created_at,text,crawl_time\n".to_vec();
+            input.extend_from_slice(&bytes);
+            let items = run_csv(&input);
+            prop_assert_eq!(items.len(), csv_records(&input));
+            clean_all(&items);
+        }
+
+        #[test]
+        fn csv_of_printable_noise_accounts_for_every_record(
+            text in "[0-9a-z,\"\\n\\t 万+.:-]{0,512}"
+        ) {
+            let input = format!("follower,followee,followed_at,crawl_time\n{text}");
+            let items = run_csv(input.as_bytes());
+            prop_assert_eq!(items.len(), csv_records(input.as_bytes()));
+            clean_all(&items);
+        }
+    }
+}
