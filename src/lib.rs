@@ -6,8 +6,10 @@
 //!
 //! - [`raw`]: readers for raw crawled files (formats, compression, encodings);
 //! - [`clean`]: the cleaning rules, the Parquet layout, and the `clean` job;
+//! - [`graph`]: batch graph analytics (mutual follows);
 //! - [`hdfs`]: files by URL (HDFS or local), listing, globbing, streaming, atomic writes;
 //! - [`hbase`]: Thrift1 data calls, a connection pool, Thrift2 admin (namespaces, pre-split);
+//! - [`partition`]: atomic, dated Parquet partitions with `_SUCCESS`;
 //! - [`keys`]: hashed rowkey prefixes and region split points;
 //! - [`cluster`]: the local HDFS + HBase + Thrift cluster the tests and demo run against;
 //! - [`report`] and [`progress`]: what a run tells its operator;
@@ -16,9 +18,11 @@
 pub mod clean;
 pub mod cluster;
 pub mod error;
+pub mod graph;
 pub mod hbase;
 pub mod hdfs;
 pub mod keys;
+pub mod partition;
 pub mod progress;
 pub mod raw;
 pub mod report;

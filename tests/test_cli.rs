@@ -9,6 +9,7 @@ fn help_matches_golden() {
         (vec!["--help"], "help.txt"),
         (vec!["clean", "--help"], "help-clean.txt"),
         (vec!["cluster", "--help"], "help-cluster.txt"),
+        (vec!["friends", "--help"], "help-friends.txt"),
         (vec!["fs", "--help"], "help-fs.txt"),
         (vec!["tables", "--help"], "help-tables.txt"),
         (vec!["demo", "--help"], "help-demo.txt"),

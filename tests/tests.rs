@@ -8,6 +8,7 @@ mod harness;
 
 mod test_clean;
 mod test_cli;
+mod test_friends;
 
 #[cfg(feature = "integration")]
 mod test_clean_hdfs;

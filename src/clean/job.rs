@@ -28,9 +28,6 @@ use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{Int64Type, TimestampMillisecondType, UInt64Type};
 use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -38,14 +35,13 @@ use super::columns::{self, SEQ_COLUMN};
 use super::{clean_record, Entity, RawRecord, Reject, Row};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::partition::{self, Staged};
 use crate::raw::{self, FileSummary, Format, Item};
 
 /// Rows cleaned and spilled together.
 const CHUNK_ROWS: usize = 8192;
 /// Raw bytes per spill partition: what one partition's dedupe holds in memory, roughly.
 const PARTITION_BYTES: u64 = 128 << 20;
-/// Rows per Parquet row group.
-const ROW_GROUP_ROWS: usize = 128 * 1024;
 
 /// What to clean and where to put it.
 #[derive(Clone, Debug)]
@@ -403,18 +399,14 @@ pub fn run(
 
     // Pass 2: dedupe and write each entity's partition; users first, for dangling counts.
     let mut known_users: HashSet<i64> = HashSet::new();
-    let mut staged = Vec::new();
-    let run_tag = format!("{}.{}", std::process::id(), started.elapsed().as_nanos());
+    let mut staged: Vec<Staged> = Vec::new();
+    let tag = partition::run_tag();
+    let dt = format!("dt={}", options.date);
     let result = (|| -> Result<()> {
         for entity in Entity::ALL {
-            let final_dir = output
-                .join(entity.name())
-                .join(&format!("dt={}", options.date));
-            let tmp_dir = output
-                .join(entity.name())
-                .join(&format!("_tmp.dt={}.{run_tag}", options.date));
-            staged.push((tmp_dir.clone(), final_dir));
-            let outcome = write_entity(fs, entity, &spill, &tmp_dir, &known_users)?;
+            let stage = Staged::new(&output.join(entity.name()), &dt, &tag);
+            staged.push(stage.clone());
+            let outcome = write_entity(fs, entity, &spill, &stage.tmp, &known_users)?;
             if entity == Entity::Users {
                 known_users = outcome.keys;
             }
@@ -426,15 +418,11 @@ pub fn run(
             counts.duplicates += outcome.duplicates;
             counts.dangling = outcome.dangling;
         }
-        // Rejects of the run, committed like a partition.
-        let final_dir = output
-            .join("_rejects")
-            .join(&format!("dt={}", options.date));
-        let tmp_dir = output
-            .join("_rejects")
-            .join(&format!("_tmp.dt={}.{run_tag}", options.date));
-        // Per-file reject logs, concatenated in input order: the same input gives the same file.
-        let mut target = fs.create_atomic(&tmp_dir.join("rejects.jsonl"))?;
+        // Rejects of the run, committed like a partition. Per-file reject logs are
+        // concatenated in input order: the same input gives the same file.
+        let stage = Staged::new(&output.join("_rejects"), &dt, &tag);
+        staged.push(stage.clone());
+        let mut target = fs.create_atomic(&stage.tmp.join("rejects.jsonl"))?;
         for index in 0..files.len() {
             let path = spill.rejects_path(index);
             let Ok(mut local) = File::open(&path) else {
@@ -447,22 +435,10 @@ pub fn run(
             })?;
         }
         target.commit()?;
-        staged.push((tmp_dir, final_dir));
-
-        // Commit: each staged folder gets its marker, then replaces the old partition.
-        for (tmp, _) in &staged {
-            fs.write_atomic(&tmp.join("_SUCCESS"), b"")?;
-        }
-        for (tmp, fin) in &staged {
-            fs.delete(fin)?;
-            fs.rename(tmp, fin)?;
-        }
-        Ok(())
+        partition::commit(fs, &staged)
     })();
     if let Err(e) = result {
-        for (tmp, _) in &staged {
-            let _ = fs.delete(tmp);
-        }
+        partition::abandon(fs, &staged);
         return Err(e.into());
     }
     report.committed = true;
@@ -674,7 +650,8 @@ fn write_entity(
         .map(|p| -> Result<(u64, u64, u64, Vec<i64>)> {
             let Some(batch) = spill.load(entity, p)? else {
                 if p == 0 {
-                    write_parquet(fs, entity, &dir.join("part-00000.parquet"), None)?;
+                    let part = dir.join("part-00000.parquet");
+                    partition::write_parquet(fs, &part, columns::schema(entity), None)?;
                 }
                 return Ok((0, 0, 0, Vec::new()));
             };
@@ -693,12 +670,8 @@ fn write_entity(
             let out = winners
                 .project(&(0..winners.num_columns() - 1).collect::<Vec<_>>())
                 .map_err(arrow_err("project"))?;
-            write_parquet(
-                fs,
-                entity,
-                &dir.join(&format!("part-{p:05}.parquet")),
-                Some(&out),
-            )?;
+            let part = dir.join(&format!("part-{p:05}.parquet"));
+            partition::write_parquet(fs, &part, columns::schema(entity), Some(&out))?;
             Ok((kept, total - kept, dangling, keys))
         })
         .collect::<Result<_>>()?;
@@ -777,27 +750,4 @@ fn count_dangling(entity: Entity, batch: &RecordBatch, known: &HashSet<i64>) -> 
                 .any(|a| a.is_null(i) || !known.contains(&a.value(i)))
         })
         .count() as u64
-}
-
-fn write_parquet(
-    fs: &FileSystems,
-    entity: Entity,
-    location: &Location,
-    batch: Option<&RecordBatch>,
-) -> Result<()> {
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(3).expect("valid level"),
-        ))
-        .set_max_row_group_size(ROW_GROUP_ROWS)
-        .set_created_by("weibo-etl".into())
-        .build();
-    let file = fs.create_atomic(location)?;
-    let mut writer = ArrowWriter::try_new(file, columns::schema(entity), Some(props))
-        .map_err(arrow_err("parquet"))?;
-    if let Some(batch) = batch {
-        writer.write(batch).map_err(arrow_err("parquet"))?;
-    }
-    let file = writer.into_inner().map_err(arrow_err("parquet"))?;
-    file.commit()
 }

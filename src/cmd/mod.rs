@@ -4,6 +4,7 @@
 pub mod clean;
 pub mod cluster;
 pub mod demo;
+pub mod friends;
 pub mod fs;
 pub mod tables;
 
@@ -94,6 +95,7 @@ pub enum Command {
     Clean(clean::Args),
     Cluster(cluster::Args),
     Demo(demo::Args),
+    Friends(friends::Args),
     Fs(fs::Args),
     Tables(tables::Args),
 }
@@ -169,6 +171,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Clean(args) => clean::run(&ctx, args),
         Command::Cluster(args) => cluster::run(&ctx, args),
         Command::Demo(args) => demo::run(&ctx, args),
+        Command::Friends(args) => friends::run(&ctx, args),
         Command::Fs(args) => fs::run(&ctx, args),
         Command::Tables(args) => tables::run(&ctx, args),
     }

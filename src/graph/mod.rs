@@ -1,0 +1,3 @@
+//! Batch analytics over the social graph. First of all friendships: mutual follows.
+
+pub mod friends;

@@ -1,0 +1,337 @@
+//! `friends` against references: a naive set-based implementation on small random graphs,
+//! and DuckDB's self-join (the peer script) on a larger one. Out-of-core and sliced runs must
+//! give exactly the in-memory answer.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use arrow::array::{Int64Array, RecordBatch, TimestampMillisecondArray};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use proptest::prelude::*;
+use weibo_etl::graph::friends::{self, Friends, FriendsOptions, Slice};
+use weibo_etl::hdfs::{FileSystems, Location, LOCAL_NAMENODE};
+use weibo_etl::partition::write_parquet;
+
+use crate::harness::{bin, run, stderr};
+use crate::test_clean::parquet_rows;
+
+type Edge = (i64, i64, Option<i64>);
+
+/// Writes edges as a cleaned-follows Parquet file.
+fn write_follows(path: &Path, edges: &[Edge]) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("follower", DataType::Int64, false),
+        Field::new("followee", DataType::Int64, false),
+        Field::new(
+            "followed_at",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            true,
+        ),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.0))),
+            Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.1))),
+            Arc::new(
+                TimestampMillisecondArray::from(edges.iter().map(|e| e.2).collect::<Vec<_>>())
+                    .with_timezone("UTC"),
+            ),
+        ],
+    )
+    .unwrap();
+    let fs = FileSystems::new(LOCAL_NAMENODE);
+    write_parquet(
+        &fs,
+        &Location::Local(path.to_path_buf()),
+        schema,
+        Some(&batch),
+    )
+    .unwrap();
+}
+
+/// The obvious implementation: a pair is mutual if both directed edges exist.
+fn naive(edges: &[Edge]) -> BTreeMap<(i64, i64), Option<i64>> {
+    let directed: HashSet<(i64, i64)> = edges.iter().map(|e| (e.0, e.1)).collect();
+    let mut earliest: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for &(a, b, t) in edges {
+        if let Some(t) = t {
+            let slot = earliest.entry((a, b)).or_insert(t);
+            *slot = (*slot).min(t);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for &(a, b) in &directed {
+        if a < b && directed.contains(&(b, a)) {
+            let since = match (earliest.get(&(a, b)), earliest.get(&(b, a))) {
+                (Some(x), Some(y)) => Some(*x.max(y)),
+                _ => None,
+            };
+            out.insert((a, b), since);
+        }
+    }
+    out
+}
+
+fn as_map(f: &Friends) -> BTreeMap<(i64, i64), Option<i64>> {
+    f.uid_a
+        .iter()
+        .zip(&f.uid_b)
+        .zip(&f.since)
+        .map(|((a, b), s)| ((*a, *b), *s))
+        .collect()
+}
+
+fn compute(dir: &Path, budget: u64, slice: Slice) -> Friends {
+    let fs = FileSystems::new(LOCAL_NAMENODE);
+    let options = FriendsOptions {
+        memory_budget: budget,
+        slice,
+        spill_dir: None,
+    };
+    friends::run(&fs, &[dir.to_string_lossy().into_owned()], &options).unwrap()
+}
+
+/// A random graph: `users` ids from `base`, `edges` follows of which about `reciprocal` are
+/// answered, some crawled twice, some self-follows, some without a time.
+fn random_graph(seed: u64, users: i64, edges: usize, reciprocal: f64, base: i64) -> Vec<Edge> {
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    while out.len() < edges {
+        let a = base + (next() % users as u64) as i64;
+        let b = base + (next() % users as u64) as i64;
+        let t = (next() % 4 != 0).then(|| 1_300_000_000_000 + (next() % 400_000_000_000) as i64);
+        out.push((a, b, t));
+        let r = next() % 1000;
+        if (r as f64) < reciprocal * 1000.0 {
+            out.push((
+                b,
+                a,
+                (next() % 4 != 0).then(|| 1_300_000_000_000 + (next() % 1000) as i64),
+            ));
+        }
+        if r % 17 == 0 {
+            out.push((a, b, t)); // crawled twice
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn matches_naive_in_memory_out_of_core_and_sliced(
+        seed in any::<u64>(),
+        users in 2i64..60,
+        edges in 0usize..400,
+        large_ids in any::<bool>(),
+    ) {
+        // Large ids (above 2^31) force the dictionary path; small ones use ids directly.
+        let base = if large_ids { 5_000_000_000 } else { 1 };
+        let graph = random_graph(seed, users, edges, 0.3, base);
+        let dir = tempfile::tempdir().unwrap();
+        // Two files, as two crawl dates would give.
+        let (left, right) = graph.split_at(graph.len() / 2);
+        write_follows(&dir.path().join("a.parquet"), left);
+        write_follows(&dir.path().join("b.parquet"), right);
+        let expected = naive(&graph);
+
+        let in_memory = compute(dir.path(), 1 << 30, Slice::ALL);
+        prop_assert_eq!(&as_map(&in_memory), &expected);
+        prop_assert_eq!(in_memory.stats.dictionary_encoded, large_ids && !graph.is_empty());
+        prop_assert!(in_memory.uid_a.iter().zip(&in_memory.uid_b).all(|(a, b)| a < b));
+
+        // A budget of a tenth of the packed edges: out of core, same answer, same order.
+        let budget = (graph.len() as u64 * 8 / 10).max(1);
+        let ooc = compute(dir.path(), budget, Slice::ALL);
+        prop_assert!(graph.len() < 20 || ooc.stats.partitions > 1);
+        prop_assert_eq!(&ooc.uid_a, &in_memory.uid_a);
+        prop_assert_eq!(&ooc.uid_b, &in_memory.uid_b);
+        prop_assert_eq!(&ooc.since, &in_memory.since);
+        prop_assert_eq!(&ooc.counts, &in_memory.counts);
+
+        // Three slices: disjoint, and their union is the whole.
+        let mut union = BTreeMap::new();
+        let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
+        for i in 0..3 {
+            let part = compute(dir.path(), 1 << 30, Slice { index: i, count: 3 });
+            for (k, v) in as_map(&part) {
+                prop_assert!(union.insert(k, v).is_none(), "pair in two slices");
+            }
+            for (uid, n) in part.counts {
+                *counts.entry(uid).or_default() += n;
+            }
+        }
+        prop_assert_eq!(&union, &expected);
+        prop_assert_eq!(counts.into_iter().collect::<Vec<_>>(), in_memory.counts.clone());
+
+        // Counts: each friend pair gives each side one friend.
+        let mut by_user: BTreeMap<i64, u64> = BTreeMap::new();
+        for (a, b) in expected.keys() {
+            *by_user.entry(*a).or_default() += 1;
+            *by_user.entry(*b).or_default() += 1;
+        }
+        prop_assert_eq!(by_user.into_iter().collect::<Vec<_>>(), in_memory.counts);
+    }
+}
+
+#[test]
+fn stats_count_duplicates_self_edges_and_reciprocity() {
+    let dir = tempfile::tempdir().unwrap();
+    let edges = vec![
+        (1, 2, Some(10)),
+        (2, 1, Some(20)),
+        (1, 2, Some(5)), // crawled again, earlier time known
+        (3, 3, None),    // self edge
+        (1, 3, None),
+        (3, 4, None),
+        (4, 3, Some(7)),
+    ];
+    write_follows(&dir.path().join("f.parquet"), &edges);
+    let f = compute(dir.path(), 1 << 30, Slice::ALL);
+    assert_eq!(
+        as_map(&f),
+        BTreeMap::from([((1, 2), Some(20)), ((3, 4), None)])
+    );
+    let s = &f.stats;
+    assert_eq!(
+        (
+            s.edges_read,
+            s.duplicate_edges,
+            s.self_edges,
+            s.distinct_edges,
+            s.mutual_pairs
+        ),
+        (7, 1, 1, 5, 2)
+    );
+    assert!((s.reciprocity - 0.8).abs() < 1e-9);
+    assert_eq!(s.users_with_friends, 4);
+    assert_eq!(f.counts, vec![(1, 1), (2, 1), (3, 1), (4, 1)]);
+}
+
+#[test]
+fn equals_duckdb_self_join_on_a_larger_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("follows.parquet");
+    let graph = random_graph(42, 20_000, 200_000, 0.3, 1_000_000_000);
+    write_follows(&input, &graph);
+
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/duckdb_friends.py");
+    let duck_out = dir.path().join("duck.parquet");
+    let out = Command::new("python3")
+        .arg(&peer)
+        .arg(&input)
+        .arg(&duck_out)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "DuckDB peer failed (pip install duckdb pyarrow): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = "import sys, pyarrow.parquet as pq\n\
+                  t = pq.read_table(sys.argv[1]).to_pydict()\n\
+                  for a, b in sorted(zip(t['uid_a'], t['uid_b'])): print(a, b)\n";
+    let listed = Command::new("python3")
+        .args(["-c", script])
+        .arg(&duck_out)
+        .output()
+        .unwrap();
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let duck: BTreeSet<(i64, i64)> = String::from_utf8(listed.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (a, b) = l.split_once(' ').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        })
+        .collect();
+
+    // Through the CLI, as an operator would run it.
+    let out_dir = dir.path().join("graph");
+    let result = run(bin()
+        .args(["-q", "friends", "--input"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&out_dir)
+        .args(["--date", "2026-11-29"]));
+    assert!(result.status.success(), "{}", stderr(&result));
+    let ours: BTreeSet<(i64, i64)> = parquet_rows(&out_dir.join("friends/dt=2026-11-29"))
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["uid_a"].as_i64().unwrap(), v["uid_b"].as_i64().unwrap())
+        })
+        .collect();
+    assert!(
+        duck.len() > 10_000,
+        "the graph should have many mutual pairs: {}",
+        duck.len()
+    );
+    assert_eq!(ours, duck);
+}
+
+#[test]
+fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("follows.parquet");
+    write_follows(&input, &random_graph(7, 500, 3_000, 0.3, 1));
+    let out = dir.path().join("graph");
+    let mut whole = BTreeSet::new();
+    let go = |extra: &[&str]| {
+        let r = run(bin()
+            .args(["-q", "friends", "--input"])
+            .arg(&input)
+            .arg("--output")
+            .arg(&out)
+            .args(["--date", "2026-11-29"])
+            .args(extra));
+        assert!(r.status.success(), "{}", stderr(&r));
+    };
+    go(&[]);
+    for l in parquet_rows(&out.join("friends/dt=2026-11-29")).lines() {
+        whole.insert(l.to_string());
+    }
+    let sliced_out = dir.path().join("sliced");
+    let mut union = BTreeSet::new();
+    for i in 0..4 {
+        let r = run(bin()
+            .args(["-q", "friends", "--input"])
+            .arg(&input)
+            .arg("--output")
+            .arg(&sliced_out)
+            .args(["--date", "2026-11-29", "--partition", &format!("{i}/4")]));
+        assert!(r.status.success(), "{}", stderr(&r));
+        let slice_dir = sliced_out.join(format!("friends/dt=2026-11-29/slice={i}-of-4"));
+        assert!(slice_dir.join("_SUCCESS").exists());
+        for l in parquet_rows(&slice_dir).lines() {
+            assert!(union.insert(l.to_string()), "row in two slices: {l}");
+        }
+    }
+    assert_eq!(union, whole);
+    let bad = run(bin().args([
+        "friends",
+        "--input",
+        "x",
+        "--output",
+        "y",
+        "--date",
+        "2026-11-29",
+        "--partition",
+        "4/4",
+    ]));
+    assert_eq!(bad.status.code(), Some(2));
+}
