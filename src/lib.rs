@@ -6,6 +6,7 @@
 //!
 //! - [`raw`]: readers for raw crawled files (formats, compression, encodings);
 //! - [`clean`]: the cleaning rules, the Parquet layout, and the `clean` job;
+//! - [`gen`]: synthetic data with ground truth, for tests and benchmarks;
 //! - [`graph`]: batch graph analytics (mutual follows);
 //! - [`hdfs`]: files by URL (HDFS or local), listing, globbing, streaming, atomic writes;
 //! - [`hbase`]: Thrift1 data calls, a connection pool, Thrift2 admin (namespaces, pre-split);
@@ -18,6 +19,7 @@
 pub mod clean;
 pub mod cluster;
 pub mod error;
+pub mod gen;
 pub mod graph;
 pub mod hbase;
 pub mod hdfs;

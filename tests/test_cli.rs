@@ -11,6 +11,7 @@ fn help_matches_golden() {
         (vec!["cluster", "--help"], "help-cluster.txt"),
         (vec!["friends", "--help"], "help-friends.txt"),
         (vec!["fs", "--help"], "help-fs.txt"),
+        (vec!["gen", "--help"], "help-gen.txt"),
         (vec!["tables", "--help"], "help-tables.txt"),
         (vec!["demo", "--help"], "help-demo.txt"),
     ] {

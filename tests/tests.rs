@@ -9,6 +9,7 @@ mod harness;
 mod test_clean;
 mod test_cli;
 mod test_friends;
+mod test_pipeline;
 
 #[cfg(feature = "integration")]
 mod test_clean_hdfs;

@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod demo;
 pub mod friends;
 pub mod fs;
+pub mod gen;
 pub mod tables;
 
 use anyhow::Result;
@@ -97,6 +98,7 @@ pub enum Command {
     Demo(demo::Args),
     Friends(friends::Args),
     Fs(fs::Args),
+    Gen(gen::Args),
     Tables(tables::Args),
 }
 
@@ -173,6 +175,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Demo(args) => demo::run(&ctx, args),
         Command::Friends(args) => friends::run(&ctx, args),
         Command::Fs(args) => fs::run(&ctx, args),
+        Command::Gen(args) => gen::run(&ctx, args),
         Command::Tables(args) => tables::run(&ctx, args),
     }
 }
