@@ -41,6 +41,14 @@ pub struct GenSpec {
     pub date: String,
     /// Rows per output file.
     pub part_rows: u64,
+    /// Entities to write (all when empty); the truth still describes the whole data set.
+    pub only: Vec<String>,
+}
+
+impl GenSpec {
+    fn writes(&self, entity: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|e| e == entity)
+    }
 }
 
 impl GenSpec {
@@ -62,6 +70,7 @@ impl GenSpec {
             noise: 0.01,
             date: "2026-11-29".into(),
             part_rows: 1_000_000,
+            only: Vec::new(),
         })
     }
 
@@ -347,7 +356,8 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
 
     // Users.
     log::info!("gen: writing users");
-    let users_truth = write_parts(
+    let users_truth = write_parts_if(
+        spec.writes("users"),
         fs,
         &out.join("users"),
         "users",
@@ -409,12 +419,15 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             Ok(t)
         },
     )?;
-    truth.entities.insert("users".into(), users_truth);
+    if spec.writes("users") {
+        truth.entities.insert("users".into(), users_truth);
+    }
 
     // Follows.
     log::info!("gen: writing {} follows", graph.edges.len());
     let edges = &graph.edges;
-    let follows_truth = write_parts(
+    let follows_truth = write_parts_if(
+        spec.writes("follows"),
         fs,
         &out.join("follows"),
         "follows",
@@ -457,12 +470,15 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             Ok(t)
         },
     )?;
-    truth.entities.insert("follows".into(), follows_truth);
+    if spec.writes("follows") {
+        truth.entities.insert("follows".into(), follows_truth);
+    }
 
     // Posts (JSON lines) and reposts (CSV).
     log::info!("gen: writing posts");
     let posts_ref = &posts;
-    let posts_truth = write_parts(
+    let posts_truth = write_parts_if(
+        spec.writes("posts"),
         fs,
         &out.join("posts"),
         "posts",
@@ -515,13 +531,16 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             Ok(t)
         },
     )?;
-    truth.entities.insert("posts".into(), posts_truth);
+    if spec.writes("posts") {
+        truth.entities.insert("posts".into(), posts_truth);
+    }
 
     let repost_ids: Vec<u64> = (0..spec.posts)
         .filter(|&i| posts[i as usize].retweet.is_some())
         .collect();
     let repost_ids = &repost_ids;
-    let reposts_truth = write_parts(
+    let reposts_truth = write_parts_if(
+        spec.writes("reposts"),
         fs,
         &out.join("reposts"),
         "reposts",
@@ -550,10 +569,13 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             Ok(t)
         },
     )?;
-    truth.entities.insert("reposts".into(), reposts_truth);
+    if spec.writes("reposts") {
+        truth.entities.insert("reposts".into(), reposts_truth);
+    }
 
     log::info!("gen: writing {comments} comments");
-    let comments_truth = write_parts(
+    let comments_truth = write_parts_if(
+        spec.writes("comments"),
         fs,
         &out.join("comments"),
         "comments",
@@ -587,7 +609,9 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             Ok(t)
         },
     )?;
-    truth.entities.insert("comments".into(), comments_truth);
+    if spec.writes("comments") {
+        truth.entities.insert("comments".into(), comments_truth);
+    }
 
     // Top users and a few sampled users' counters.
     let mut top: Vec<(u64, u32)> = graph
@@ -619,6 +643,25 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
     let text = serde_json::to_string_pretty(&truth).unwrap_or_default();
     fs.write_atomic(&out.join("_truth.json"), text.as_bytes())?;
     Ok(truth)
+}
+
+/// [`write_parts`] when `enabled`; otherwise writes nothing and returns an empty truth.
+#[allow(clippy::too_many_arguments)]
+fn write_parts_if(
+    enabled: bool,
+    fs: &FileSystems,
+    dir: &Location,
+    name: &str,
+    ext: &str,
+    rows: u64,
+    part_rows: u64,
+    fill: impl Fn(u64, std::ops::Range<u64>, &mut dyn Write) -> std::io::Result<EntityTruth> + Sync,
+) -> Result<EntityTruth> {
+    if enabled {
+        write_parts(fs, dir, name, ext, rows, part_rows, fill)
+    } else {
+        Ok(EntityTruth::default())
+    }
 }
 
 /// Writes `rows` rows as numbered part files, in parallel; `fill` writes one part's rows and

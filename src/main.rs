@@ -2,6 +2,11 @@
 
 mod cmd;
 
+// Cleaning allocates a few short strings per field; mimalloc's thread-local free lists make
+// that several times cheaper than glibc malloc under rayon.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::process::ExitCode;
 
 use clap::Parser;

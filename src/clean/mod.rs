@@ -171,27 +171,51 @@ impl Reject {
     }
 }
 
-/// A record as a reader hands it over: canonical fields of one entity, by position.
+/// A record as a reader hands it over: canonical fields of one entity, by position. The
+/// values share one buffer (one allocation per record, not one per field: cleaning a 1 KB
+/// record should not cost fourteen mallocs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawRecord {
-    pub fields: Vec<Option<String>>,
+    buf: String,
+    /// `(start, end)` of each canonical field in `buf`; `None` when the input lacks it.
+    spans: Vec<Option<(u32, u32)>>,
 }
 
 impl RawRecord {
     pub fn new(entity: Entity) -> Self {
         RawRecord {
-            fields: vec![None; entity.fields().len()],
+            buf: String::new(),
+            spans: vec![None; entity.fields().len()],
         }
     }
 
-    pub fn set(&mut self, entity: Entity, name: &str, value: impl Into<String>) {
-        if let Some(i) = entity.field_index(name) {
-            self.fields[i] = Some(value.into());
+    /// Sets canonical field `index` (ignored when out of range).
+    pub fn set_index(&mut self, index: usize, value: &str) {
+        if index < self.spans.len() {
+            let start = self.buf.len() as u32;
+            self.buf.push_str(value);
+            self.spans[index] = Some((start, self.buf.len() as u32));
         }
+    }
+
+    /// Sets a canonical field by name (ignored when the entity has no such field).
+    pub fn set(&mut self, entity: Entity, name: &str, value: impl AsRef<str>) {
+        if let Some(i) = entity.field_index(name) {
+            self.set_index(i, value.as_ref());
+        }
+    }
+
+    /// Field `i`, or `None` when the input did not have it.
+    pub fn field(&self, i: usize) -> Option<&str> {
+        self.spans
+            .get(i)
+            .copied()
+            .flatten()
+            .map(|(a, b)| &self.buf[a as usize..b as usize])
     }
 
     fn get(&self, i: usize) -> &str {
-        self.fields.get(i).and_then(|v| v.as_deref()).unwrap_or("")
+        self.field(i).unwrap_or("")
     }
 }
 

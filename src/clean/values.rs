@@ -231,7 +231,30 @@ fn parse_time_unchecked(t: &str, crawl_ms: i64) -> Option<i64> {
     parse_absolute(t).or_else(|| parse_relative(t, crawl_ms))
 }
 
+/// `YYYY-MM-DD HH:MM:SS` (or with `T`), the shape nearly every crawler writes, without
+/// going through a format-string parser.
+fn parse_common_layout(t: &str) -> Option<i64> {
+    let b = t.as_bytes();
+    if b.len() != 19 || b[4] != b'-' || b[7] != b'-' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    if b[10] != b' ' && b[10] != b'T' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        b[r].iter().try_fold(0u32, |acc, &d| {
+            d.is_ascii_digit().then(|| acc * 10 + u32::from(d - b'0'))
+        })
+    };
+    let date = NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)?;
+    let time = NaiveTime::from_hms_opt(num(11..13)?, num(14..16)?, num(17..19)?)?;
+    Some(shanghai(date.and_time(time)))
+}
+
 fn parse_absolute(t: &str) -> Option<i64> {
+    if let Some(ms) = parse_common_layout(t) {
+        return Some(ms);
+    }
     // Epoch seconds or milliseconds.
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         let v: i64 = t.parse().ok()?;
@@ -333,6 +356,39 @@ fn parse_relative(t: &str, crawl_ms: i64) -> Option<i64> {
     with_year(m.parse().ok()?, d.parse().ok()?, time)
 }
 
+/// Bytes that may appear in text needing neither normalization nor removal: printable ASCII,
+/// newline, UTF-8 continuation bytes, and the lead bytes of U+00C0..U+02FF (U+0080..U+00BF holds
+/// C1 controls and the soft hyphen) and of U+3000..U+9FFF (CJK).
+static PLAIN_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = matches!(b, 0x20..=0x7e | 0x0a | 0x80..=0xbf | 0xc3..=0xcb | 0xe3..=0xe9);
+        b += 1;
+    }
+    t
+};
+
+/// True when [`PLAIN_BYTE`] admits every byte, or the byte is the 0xEF lead of a full-width
+/// form (U+FF00..U+FFFF: `，` `！` `？` are everywhere in Chinese text) rather than U+FEFF.
+fn is_plain(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !PLAIN_BYTE[b as usize] {
+            let fullwidth = b == 0xef && matches!(bytes.get(i + 1), Some(0xbc..=0xbf));
+            if !fullwidth {
+                return false;
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Longest text (bytes) checked for a deleted/hidden notice.
+pub const MARKER_TEXT_MAX_BYTES: usize = 512;
+
 /// Markers crawlers store in place of deleted or hidden content.
 const DELETED_MARKERS: &[&str] = &[
     "此微博已被作者删除",
@@ -347,19 +403,31 @@ const DELETED_MARKERS: &[&str] = &[
 /// Returns the text and whether it is a deleted/hidden marker (then the text is emptied, so
 /// the marker does not pollute the text column).
 pub fn clean_text(s: &str) -> (String, bool) {
-    let deleted = DELETED_MARKERS.iter().any(|m| s.contains(m));
-    if deleted {
-        return (String::new(), true);
+    static MARKERS: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    // A deleted or hidden post's text *is* the notice (plus a help link); a long text that
+    // quotes a notice is still a post. Checking short texts only also keeps this off the hot
+    // path of long ones.
+    if s.len() <= MARKER_TEXT_MAX_BYTES {
+        let markers = MARKERS.get_or_init(|| {
+            aho_corasick::AhoCorasick::new(DELETED_MARKERS).expect("valid marker patterns")
+        });
+        if markers.is_match(s) {
+            return (String::new(), true);
+        }
     }
-    let cleaned: String = s
-        .nfc()
-        .filter(|&c| {
-            !matches!(
-                c,
-                '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{00ad}'
-            ) && (c == '\n' || !c.is_control())
-        })
-        .collect();
+    let removable = |c: char| {
+        matches!(
+            c,
+            '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{00ad}'
+        ) || (c != '\n' && c.is_control())
+    };
+    // Fast path, taken by nearly all text: a byte scan proves there is no control character
+    // and no character from a block where normalization or removal could apply (combining
+    // marks, the U+2000 block's zero-width characters, Hangul, U+FExx/U+FFxx, astral).
+    if is_plain(s.as_bytes()) {
+        return (s.trim().to_string(), false);
+    }
+    let cleaned: String = s.nfc().filter(|&c| !removable(c)).collect();
     (cleaned.trim().to_string(), false)
 }
 
@@ -573,5 +641,29 @@ mod tests {
         assert_eq!(parse_bool("False"), Some(false));
         assert_eq!(parse_gender("女"), Some("f".into()));
         assert_eq!(parse_gender("?"), None);
+    }
+}
+
+#[cfg(test)]
+mod fast_path {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The byte-scan fast path must agree with the full NFC + filter path on any text.
+        #[test]
+        fn fast_path_agrees_with_full_normalization(s in "\\PC{0,40}|[\\u{0}-\\u{3ff}\\u{2000}-\\u{2070}\\u{3000}-\\u{3010}\\u{4e00}-\\u{4e10}\\u{fe00}-\\u{ffff}]{0,40}") {
+            let (fast, _) = clean_text(&s);
+            let full: String = s
+                .nfc()
+                .filter(|&c| {
+                    !matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}' | '\u{feff}' | '\u{00ad}')
+                        && (c == '\n' || !c.is_control())
+                })
+                .collect();
+            if s.len() > MARKER_TEXT_MAX_BYTES || !fast.is_empty() || full.trim().is_empty() {
+                prop_assert_eq!(fast, full.trim().to_string());
+            }
+        }
     }
 }

@@ -49,6 +49,9 @@ pub struct Args {
     /// Rows per output file
     #[arg(long, default_value_t = 1_000_000)]
     part_rows: u64,
+    /// Write only these entities (comma-separated: users,follows,posts,comments,reposts)
+    #[arg(long, value_delimiter = ',', value_parser = ["users", "follows", "posts", "comments", "reposts"])]
+    only: Vec<String>,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -62,6 +65,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     spec.days = args.days;
     spec.date = args.date;
     spec.part_rows = args.part_rows;
+    spec.only = args.only;
     let out = ctx.fs.parse(&args.out)?;
     let mut report = Report::new("gen");
     let truth = gen::generate(&ctx.fs, &out, &spec)?;

@@ -98,8 +98,8 @@ pub fn read_csv(
         let mut bad_encoding = false;
         for (value, target) in record.iter().zip(mapping) {
             if let Some(i) = target {
-                match std::str::from_utf8(value) {
-                    Ok(v) => raw.fields[*i] = Some(v.to_string()),
+                match simdutf8::basic::from_utf8(value) {
+                    Ok(v) => raw.set_index(*i, v),
                     Err(_) => bad_encoding = true,
                 }
             }
@@ -180,8 +180,8 @@ pub fn read_jsonl(
         };
         let mut raw = RawRecord::new(entity);
         for (key, value) in &object {
-            if let Some(i) = entity.field_index(key) {
-                raw.fields[i] = value_text(value);
+            if let (Some(i), Some(text)) = (entity.field_index(key), value_text(value)) {
+                raw.set_index(i, &text);
             }
         }
         emit(Item::Record {
@@ -219,8 +219,8 @@ mod tests {
                 record,
             } => {
                 assert_eq!((*line, *entity), (2, Entity::Follows));
-                assert_eq!(record.fields[0].as_deref(), Some("1"));
-                assert_eq!(record.fields[1].as_deref(), Some("2"));
+                assert_eq!(record.field(0), Some("1"));
+                assert_eq!(record.field(1), Some("2"));
             }
             other => panic!("{other:?}"),
         }
