@@ -25,7 +25,20 @@ pub fn write_parquet(
     schema: SchemaRef,
     batch: Option<&RecordBatch>,
 ) -> Result<()> {
+    write_parquet_with(fs, location, schema, batch, true)
+}
+
+/// [`write_parquet`] with a choice of dictionary encoding: worth it for repetitive text,
+/// pure hashing cost for columns of distinct ids.
+pub fn write_parquet_with(
+    fs: &FileSystems,
+    location: &Location,
+    schema: SchemaRef,
+    batch: Option<&RecordBatch>,
+    dictionary: bool,
+) -> Result<()> {
     let props = WriterProperties::builder()
+        .set_dictionary_enabled(dictionary)
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(3).expect("valid level"),
         ))

@@ -69,7 +69,8 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         spill_dir: args.spill_dir,
     };
     let result = friends::run(&ctx.fs, &args.inputs, &options).context("computing friends");
-    let result = match result {
+    log::debug!("friends: computed in {:.2}s", report.seconds());
+    let mut result = match result {
         Ok(r) => r,
         Err(e) => {
             ctx.finish_report(&report, Some(&format!("{e:#}")))?;
@@ -93,17 +94,20 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     };
     let staged = vec![stage("friends"), stage("friend_counts")];
     let written = (|| -> weibo_etl::Result<()> {
-        partition::write_parquet(
+        // Ids and times are nearly all distinct: dictionary encoding would only cost.
+        partition::write_parquet_with(
             &ctx.fs,
             &staged[0].tmp.join("part-00000.parquet"),
             friends_schema(),
             Some(&result.pairs_batch()?),
+            false,
         )?;
-        partition::write_parquet(
+        partition::write_parquet_with(
             &ctx.fs,
             &staged[1].tmp.join("part-00000.parquet"),
             counts_schema(),
             Some(&result.counts_batch()?),
+            false,
         )?;
         partition::commit(&ctx.fs, &staged)
     })();

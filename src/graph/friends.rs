@@ -157,35 +157,102 @@ struct Input {
     files: Vec<FileEntry>,
 }
 
+/// What a file's Parquet footer says: rows, and the id range when statistics are present.
+struct FileMeta {
+    rows: usize,
+    id_range: Option<(i64, i64)>,
+}
+
 impl Input {
-    fn for_each(&self, f: &mut dyn FnMut(EdgeChunk) -> Result<()>) -> Result<()> {
-        for file in &self.files {
-            let bytes = Bytes::from(self.fs.read_to_vec(&file.location)?);
-            let parquet_err = |e: parquet::errors::ParquetError| Error::BadInput {
+    fn open(&self, file: &FileEntry) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
+        let bytes = Bytes::from(self.fs.read_to_vec(&file.location)?);
+        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| Error::BadInput {
+            path: file.location.to_string(),
+            line: 0,
+            reason: format!("not a follows Parquet file: {e}"),
+        })
+    }
+
+    /// Rows and id range of a file from its footer alone (no data pages decoded).
+    fn meta(&self, file: &FileEntry) -> Result<FileMeta> {
+        use parquet::file::statistics::Statistics;
+        let builder = self.open(file)?;
+        let meta = builder.metadata();
+        let schema = builder.parquet_schema();
+        let column = |name: &str| schema.columns().iter().position(|c| c.name() == name);
+        let mut range: Option<(i64, i64)> = Some((i64::MAX, i64::MIN));
+        for rg in meta.row_groups() {
+            for name in ["follower", "followee"] {
+                let stats = column(name).and_then(|i| rg.column(i).statistics());
+                match stats {
+                    Some(Statistics::Int64(v)) => match (v.min_opt(), v.max_opt(), range) {
+                        (Some(lo), Some(hi), Some((a, b))) => {
+                            range = Some((a.min(*lo), b.max(*hi)))
+                        }
+                        _ => range = None,
+                    },
+                    _ => range = None,
+                }
+            }
+        }
+        Ok(FileMeta {
+            rows: meta.file_metadata().num_rows().max(0) as usize,
+            id_range: range.filter(|(a, b)| a <= b),
+        })
+    }
+
+    /// Decodes one file's follower/followee/followed_at columns, chunk by chunk.
+    fn file_chunks(
+        &self,
+        file: &FileEntry,
+        f: &mut dyn FnMut(EdgeChunk) -> Result<()>,
+    ) -> Result<()> {
+        self.file_columns(file, true, f)
+    }
+
+    /// Decodes follower/followee (and followed_at when `times`), chunk by chunk. Without
+    /// times the chunk's `time` is all [`NO_TIME`]: the widest column is not decompressed.
+    fn file_columns(
+        &self,
+        file: &FileEntry,
+        times: bool,
+        f: &mut dyn FnMut(EdgeChunk) -> Result<()>,
+    ) -> Result<()> {
+        let builder = self.open(file)?;
+        let schema = builder.parquet_schema();
+        let names: &[&str] = if times {
+            &["follower", "followee", "followed_at"]
+        } else {
+            &["follower", "followee"]
+        };
+        let wanted: Vec<usize> = names
+            .iter()
+            .filter_map(|name| schema.columns().iter().position(|c| c.name() == *name))
+            .collect();
+        let mask = ProjectionMask::leaves(schema, wanted);
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(64 * 1024)
+            .build()
+            .map_err(|e| Error::BadInput {
                 path: file.location.to_string(),
                 line: 0,
-                reason: format!("not a follows Parquet file: {e}"),
-            };
-            let builder = ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(parquet_err)?;
-            let schema = builder.parquet_schema();
-            let wanted: Vec<usize> = ["follower", "followee", "followed_at"]
-                .iter()
-                .filter_map(|name| schema.columns().iter().position(|c| c.name() == *name))
-                .collect();
-            let mask = ProjectionMask::leaves(schema, wanted);
-            let reader = builder
-                .with_projection(mask)
-                .with_batch_size(64 * 1024)
-                .build()
-                .map_err(parquet_err)?;
-            for batch in reader {
-                let batch = batch.map_err(|e| Error::BadInput {
-                    path: file.location.to_string(),
-                    line: 0,
-                    reason: e.to_string(),
-                })?;
-                f(chunk_from_batch(&batch, &file.location)?)?;
-            }
+                reason: e.to_string(),
+            })?;
+        for batch in reader {
+            let batch = batch.map_err(|e| Error::BadInput {
+                path: file.location.to_string(),
+                line: 0,
+                reason: e.to_string(),
+            })?;
+            f(chunk_from_batch(&batch, &file.location)?)?;
+        }
+        Ok(())
+    }
+
+    fn for_each(&self, f: &mut dyn FnMut(EdgeChunk) -> Result<()>) -> Result<()> {
+        for file in &self.files {
+            self.file_chunks(file, f)?;
         }
         Ok(())
     }
@@ -260,20 +327,31 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
         files,
     };
 
-    // Pass 1: how many edges, the id range, and (if ids are large) the dictionary.
-    let mut edges_read = 0u64;
-    let mut self_edges = 0u64;
+    // Pass 1: how many edges and the id range, from the Parquet footers when they carry
+    // statistics (ours do); files without them are scanned.
+    let metas: Vec<FileMeta> = input
+        .files
+        .par_iter()
+        .map(|f| input.meta(f))
+        .collect::<Result<_>>()?;
+    let edges_read: u64 = metas.iter().map(|m| m.rows as u64).sum();
     let mut max_id = 0i64;
     let mut min_id = i64::MAX;
-    input.for_each(&mut |c| {
-        edges_read += c.follower.len() as u64;
-        for (&a, &b) in c.follower.iter().zip(&c.followee) {
-            max_id = max_id.max(a).max(b);
-            min_id = min_id.min(a).min(b);
-            self_edges += u64::from(a == b);
+    for (file, meta) in input.files.iter().zip(&metas) {
+        match meta.id_range {
+            Some((lo, hi)) => {
+                min_id = min_id.min(lo);
+                max_id = max_id.max(hi);
+            }
+            None => input.file_chunks(file, &mut |c| {
+                for &id in c.follower.iter().chain(&c.followee) {
+                    min_id = min_id.min(id);
+                    max_id = max_id.max(id);
+                }
+                Ok(())
+            })?,
         }
-        Ok(())
-    })?;
+    }
     let coder = if edges_read == 0 || (min_id >= 0 && max_id <= MAX_DIRECT_ID) {
         Coder::Direct
     } else {
@@ -311,20 +389,14 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
         dictionary_encoded: matches!(coder, Coder::Dictionary(_)),
         ..FriendsStats::default()
     };
-    stats.self_edges = self_edges;
     let mut pairs: Vec<(u64, i64)> = Vec::new();
     if partitions == 1 {
-        let source = |f: &mut KeySink<'_>| -> Result<()> {
-            input.for_each(&mut |c| {
-                let (keys, times) = pack_chunk(&coder, &c, options.slice);
-                f(&keys, &times)
-            })
-        };
-        pairs = mutual_in(&source, &mut stats)?;
+        pairs = mutual_in_memory(&input, &metas, &coder, options.slice, &mut stats)?;
     } else {
         let spill = Spill::create(options.spill_dir.as_deref(), partitions)?;
         input.for_each(&mut |c| {
-            let (keys, times) = pack_chunk(&coder, &c, options.slice);
+            let (keys, times, selfs) = pack_chunk(&coder, &c, options.slice);
+            stats.self_edges += selfs;
             spill.append(&keys, &times)
         })?;
         spill.finish()?;
@@ -341,19 +413,29 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
     } else {
         0.0
     };
-    result.uid_a = pairs.iter().map(|(p, _)| coder.decode(p >> 32)).collect();
-    result.uid_b = pairs
-        .iter()
-        .map(|(p, _)| coder.decode(p & 0xffff_ffff))
-        .collect();
-    result.since = pairs
-        .iter()
-        .map(|(_, t)| (*t != NO_TIME).then_some(*t))
-        .collect();
-    let mut users: Vec<i64> = result.uid_a.iter().chain(&result.uid_b).copied().collect();
-    users.par_sort_unstable();
+    result.uid_a.reserve_exact(pairs.len());
+    result.uid_b.reserve_exact(pairs.len());
+    result.since.reserve_exact(pairs.len());
+    for (p, t) in pairs {
+        result.uid_a.push(coder.decode(p >> 32));
+        result.uid_b.push(coder.decode(p & 0xffff_ffff));
+        result.since.push((t != NO_TIME).then_some(t));
+    }
+    // Friend counts: `uid_a` is already sorted (pairs are), so only `uid_b` needs sorting;
+    // a merge of the two sorted runs counts each user's pairs.
+    let mut b_sorted = result.uid_b.clone();
+    b_sorted.par_sort_unstable();
     let mut counts: Vec<(i64, u64)> = Vec::new();
-    for uid in users {
+    let (mut i, mut j) = (0, 0);
+    let (a, b) = (&result.uid_a, &b_sorted);
+    while i < a.len() || j < b.len() {
+        let uid = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+            i += 1;
+            a[i - 1]
+        } else {
+            j += 1;
+            b[j - 1]
+        };
         match counts.last_mut() {
             Some((last, n)) if *last == uid => *n += 1,
             _ => counts.push((uid, 1)),
@@ -365,18 +447,149 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
     Ok(result)
 }
 
-/// Packs the edges of a chunk that fall in `slice` (self-edges are never friendships).
-fn pack_chunk(coder: &Coder, c: &EdgeChunk, slice: Slice) -> (Vec<u64>, Vec<i64>) {
+/// Packs the edges of a chunk that fall in `slice` (self-edges are never friendships: they
+/// are counted and dropped).
+fn pack_chunk(coder: &Coder, c: &EdgeChunk, slice: Slice) -> (Vec<u64>, Vec<i64>, u64) {
     let mut keys = Vec::with_capacity(c.follower.len());
     let mut times = Vec::with_capacity(c.follower.len());
+    let mut selfs = 0;
     for i in 0..c.follower.len() {
         let (a, b) = (c.follower[i], c.followee[i]);
-        if a != b && slice.keeps(id_pair(a, b)) {
+        if a == b {
+            selfs += 1;
+        } else if slice.keeps(id_pair(a, b)) {
             keys.push(pack(coder, a, b));
             times.push(c.time[i]);
         }
     }
-    (keys, times)
+    (keys, times, selfs)
+}
+
+/// The in-memory path: files are decoded in parallel straight into one preallocated key
+/// array (sized from the footers, so it never reallocates), sorted in place, scanned for
+/// pairs with both directions; a second parallel pass collects the follow times of the
+/// mutual pairs only.
+fn mutual_in_memory(
+    input: &Input,
+    metas: &[FileMeta],
+    coder: &Coder,
+    slice: Slice,
+    stats: &mut FriendsStats,
+) -> Result<Vec<(u64, i64)>> {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let total: usize = metas.iter().map(|m| m.rows).sum();
+    let mut keys = vec![0u64; total];
+    let mut slots: Vec<&mut [u64]> = Vec::with_capacity(metas.len());
+    let mut rest = keys.as_mut_slice();
+    for m in metas {
+        let (head, tail) = rest.split_at_mut(m.rows);
+        slots.push(head);
+        rest = tail;
+    }
+    let filled: Vec<(usize, u64)> = input
+        .files
+        .par_iter()
+        .zip(slots)
+        .map(|(file, slot)| -> Result<(usize, u64)> {
+            let (mut n, mut selfs) = (0usize, 0u64);
+            input.file_columns(file, false, &mut |c| {
+                for (&a, &b) in c.follower.iter().zip(&c.followee) {
+                    if a == b {
+                        selfs += 1;
+                    } else if slice.keeps(id_pair(a, b)) {
+                        let Some(cell) = slot.get_mut(n) else {
+                            return Err(Error::BadInput {
+                                path: file.location.to_string(),
+                                line: 0,
+                                reason: "more rows than the footer announced".into(),
+                            });
+                        };
+                        *cell = pack(coder, a, b);
+                        n += 1;
+                    }
+                }
+                Ok(())
+            })?;
+            Ok((n, selfs))
+        })
+        .collect::<Result<_>>()?;
+    // Close the gaps left by filtered rows.
+    let mut write = 0usize;
+    let mut read = 0usize;
+    for ((n, selfs), m) in filled.iter().zip(metas) {
+        keys.copy_within(read..read + n, write);
+        write += n;
+        read += m.rows;
+        stats.self_edges += selfs;
+    }
+    keys.truncate(write);
+    log::debug!("friends: keys packed");
+    keys.par_sort_unstable();
+    log::debug!("friends: keys sorted");
+    let before = keys.len() as u64;
+    keys.dedup();
+    stats.duplicate_edges += before - keys.len() as u64;
+    stats.distinct_edges += keys.len() as u64;
+    let mutual: Vec<u64> = keys
+        .windows(2)
+        .filter(|w| w[0] >> 1 == w[1] >> 1)
+        .map(|w| w[0] >> 1)
+        .collect();
+    drop(keys);
+
+    // Membership by hash, not binary search: ~17 M random probes into a 23 MB sorted array
+    // cost a cache miss per level; a hash table costs about one.
+    let index: rustc_hash::FxHashMap<u64, u32> = mutual
+        .iter()
+        .enumerate()
+        .map(|(i, pair)| (*pair, i as u32))
+        .collect();
+    // Earliest known time per direction; `i64::MAX` stands for "none yet".
+    let first: Vec<AtomicI64> = (0..mutual.len())
+        .map(|_| AtomicI64::new(i64::MAX))
+        .collect();
+    let second: Vec<AtomicI64> = (0..mutual.len())
+        .map(|_| AtomicI64::new(i64::MAX))
+        .collect();
+    input
+        .files
+        .par_iter()
+        .map(|file| {
+            input.file_chunks(file, &mut |c| {
+                for i in 0..c.follower.len() {
+                    let (a, b, t) = (c.follower[i], c.followee[i], c.time[i]);
+                    if t == NO_TIME || a == b || !slice.keeps(id_pair(a, b)) {
+                        continue;
+                    }
+                    let key = pack(coder, a, b);
+                    if let Some(&j) = index.get(&(key >> 1)) {
+                        let slot = if key & 1 == 0 {
+                            &first[j as usize]
+                        } else {
+                            &second[j as usize]
+                        };
+                        slot.fetch_min(t, Ordering::Relaxed);
+                    }
+                }
+                Ok(())
+            })
+        })
+        .collect::<Result<()>>()?;
+    drop(index);
+    log::debug!("friends: follow times collected");
+    Ok(mutual
+        .into_iter()
+        .zip(first.iter().zip(&second))
+        .map(|(pair, (f, s))| {
+            let (f, s) = (f.load(Ordering::Relaxed), s.load(Ordering::Relaxed));
+            let since = if f == i64::MAX || s == i64::MAX {
+                NO_TIME
+            } else {
+                f.max(s)
+            };
+            (pair, since)
+        })
+        .collect())
 }
 
 /// Receives packed edge keys and their follow times, chunk by chunk.
@@ -597,13 +810,17 @@ pub fn counts_schema() -> SchemaRef {
 }
 
 impl Friends {
-    pub fn pairs_batch(&self) -> Result<RecordBatch> {
+    /// The friends rows as a batch (the result's vectors move into it).
+    pub fn pairs_batch(&mut self) -> Result<RecordBatch> {
         RecordBatch::try_new(
             friends_schema(),
             vec![
-                Arc::new(Int64Array::from(self.uid_a.clone())),
-                Arc::new(Int64Array::from(self.uid_b.clone())),
-                Arc::new(TimestampMillisecondArray::from(self.since.clone()).with_timezone("UTC")),
+                Arc::new(Int64Array::from(std::mem::take(&mut self.uid_a))),
+                Arc::new(Int64Array::from(std::mem::take(&mut self.uid_b))),
+                Arc::new(
+                    TimestampMillisecondArray::from(std::mem::take(&mut self.since))
+                        .with_timezone("UTC"),
+                ),
             ],
         )
         .map_err(|e| Error::Io {

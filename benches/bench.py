@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark: each weibo-etl stage against its peer, same data, same run.
+
+    python3 benches/bench.py                 # ~1 GB users CSV for clean, paper-size follows for friends
+    python3 benches/bench.py --small         # a quick pass (100 k users, small follows)
+
+It builds the release binary, generates the data with `weibo-etl gen` (reused when present),
+runs every stage and its peer from ../shared/peers/ one after the other, and prints a table of
+time, throughput, peak RSS and the ratios. Results go to <out>/results.json and, when
+matplotlib is installed, <out>/results.png. Nothing here asserts a time: it measures.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT.parent / "shared" / "peers"
+BIN = ROOT / "target" / "release" / "weibo-etl"
+DATE = "2026-11-29"
+
+
+def measured(cmd):
+    """Runs cmd under a fresh Python wrapper so RUSAGE_CHILDREN is this command's alone."""
+    wrapper = (
+        "import resource, subprocess, sys, time, json\n"
+        "t = time.time()\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "secs = time.time() - t\n"
+        "sys.stderr.write(p.stderr)\n"
+        "print(json.dumps({'rc': p.returncode, 'seconds': secs, 'stdout': p.stdout,\n"
+        "  'rss_mb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", wrapper, *map(str, cmd)], capture_output=True, text=True)
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        sys.exit(f"failed to run {cmd}: {proc.stderr[-2000:]}")
+    if out["rc"] != 0:
+        sys.exit(f"failed: {' '.join(map(str, cmd))}\n{proc.stderr[-2000:]}")
+    return out
+
+
+def ensure_data(out, args):
+    data = out / "data"
+    users = data / "users1g" / "users" / "users-00000.csv"
+    if not users.exists():
+        print(f"generating {args.clean_users} users (~1 KB each) ...", flush=True)
+        subprocess.run([BIN, "-q", "gen", "--out", data / "users1g", "--users", str(args.clean_users),
+                        "--only", "users", "--part-rows", "1000000000"], check=True)
+    follows_raw = data / f"follows-{args.follows}"
+    follows_clean = data / f"follows-{args.follows}-clean"
+    if not (follows_clean / "follows" / f"dt={DATE}" / "_SUCCESS").exists():
+        print(f"generating {args.follows} follows and cleaning them to Parquet ...", flush=True)
+        shutil.rmtree(follows_raw, ignore_errors=True)
+        subprocess.run([BIN, "-q", "gen", "--out", follows_raw, "--preset", args.follows, "--only", "follows",
+                        "--part-rows", "5000000", "--noise", "0"], check=True)
+        subprocess.run([BIN, "-q", "clean", "--input", follows_raw, "--output", follows_clean,
+                        "--date", DATE], check=True)
+    return users, follows_clean / "follows" / f"dt={DATE}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(ROOT / "bench-out"), help="work and results folder")
+    ap.add_argument("--small", action="store_true", help="small data: a quick pass, not the targets")
+    ap.add_argument("--clean-users", type=int, default=1_100_000, help="users in the clean benchmark CSV")
+    ap.add_argument("--follows", default="paper", choices=["small", "paper"], help="follow graph preset")
+    args = ap.parse_args()
+    if args.small:
+        args.clean_users, args.follows = 100_000, "small"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    users_csv, follows = ensure_data(out, args)
+    spill = out / "spill"
+    spill.mkdir(exist_ok=True)
+    results = []
+
+    # clean: CSV -> dedupe by key -> Parquet (zstd)
+    mb = users_csv.stat().st_size / 1e6
+    clean_out = out / "clean-out"
+    shutil.rmtree(clean_out, ignore_errors=True)
+    ours = measured([BIN, "-q", "clean", "--input", users_csv, "--output", clean_out, "--date", DATE,
+                     "--spill-dir", spill])
+    duck_out = out / "duck-clean.parquet"
+    peer = measured([sys.executable, PEERS / "duckdb_clean_csv.py", users_csv, duck_out, "uid"])
+    results.append({"stage": "clean", "input": f"users CSV {mb:.0f} MB", "peer": "duckdb",
+                    "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                    "ours_mb_s": mb / ours["seconds"], "peer_mb_s": mb / peer["seconds"],
+                    "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
+
+    # friends: follows Parquet -> mutual pairs Parquet
+    fr_out = out / "friends-out"
+    shutil.rmtree(fr_out, ignore_errors=True)
+    report = out / "friends-report.json"
+    ours = measured([BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out,
+                     "--date", DATE])
+    stats = json.loads(report.read_text())["friends"]
+    edges = stats["edges_read"]
+    peer = measured([sys.executable, PEERS / "duckdb_friends.py", f"{follows}/*.parquet", out / "duck-friends.parquet"])
+    peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
+    if peer_pairs != stats["mutual_pairs"]:
+        sys.exit(f"pair counts differ: ours {stats['mutual_pairs']}, duckdb {peer_pairs}")
+    results.append({"stage": "friends", "input": f"{edges:,} follow edges", "peer": "duckdb",
+                    "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                    "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"],
+                    "pairs": stats["mutual_pairs"]})
+
+    # friends out of core: a memory budget of a tenth of the packed edges
+    budget = max(edges * 8 // 10, 1 << 20)
+    shutil.rmtree(fr_out, ignore_errors=True)
+    ooc = measured([BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out,
+                    "--date", DATE, "--memory-budget", f"{budget}B", "--spill-dir", spill])
+    ooc_stats = json.loads(report.read_text())["friends"]
+    results.append({"stage": "friends (out of core)", "input": f"budget {budget / 2**20:.0f} MiB, "
+                    f"{ooc_stats['partitions']} partitions", "peer": "duckdb",
+                    "ours_s": ooc["seconds"], "peer_s": peer["seconds"],
+                    "ours_rss_mb": ooc["rss_mb"], "peer_rss_mb": peer["rss_mb"],
+                    "pairs": ooc_stats["mutual_pairs"]})
+
+    print()
+    print(f"{'stage':<24} {'input':<30} {'ours s':>8} {'peer s':>8} {'speed x':>8} "
+          f"{'ours MB':>8} {'peer MB':>8} {'RSS x':>6}")
+    for r in results:
+        r["speedup"] = r["peer_s"] / r["ours_s"]
+        r["rss_ratio"] = r["ours_rss_mb"] / r["peer_rss_mb"]
+        print(f"{r['stage']:<24} {r['input']:<30} {r['ours_s']:>8.2f} {r['peer_s']:>8.2f} "
+              f"{r['speedup']:>8.2f} {r['ours_rss_mb']:>8.0f} {r['peer_rss_mb']:>8.0f} {r['rss_ratio']:>6.2f}")
+    for r in results:
+        if "ours_mb_s" in r:
+            print(f"{r['stage']}: ours {r['ours_mb_s']:.1f} MB/s, peer {r['peer_mb_s']:.1f} MB/s")
+    meta = {"machine": os.uname().nodename, "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
+            "command": " ".join(sys.argv)}
+    (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        names = [r["stage"] for r in results]
+        ax.barh(names, [r["speedup"] for r in results], color="#3b7dd8")
+        ax.axvline(1.0, color="black", linewidth=0.8)
+        ax.set_xlabel("speed vs peer (x, higher is better)")
+        ax.set_title("weibo-etl vs peers, same data, same run")
+        fig.tight_layout()
+        fig.savefig(out / "results.png", dpi=110)
+        print(f"chart: {out / 'results.png'}")
+    except ImportError:
+        print("(matplotlib not installed: no chart; pip install matplotlib)")
+    print(f"results: {out / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
