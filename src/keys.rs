@@ -113,3 +113,157 @@ mod tests {
         }
     }
 }
+
+/// The `user_post` relation kinds: one byte in the rowkey, so a prefix scan can ask for one
+/// kind of a user's activity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Relation {
+    Post = 1,
+    Repost = 2,
+    Mention = 3,
+    Comment = 4,
+}
+
+/// Newest-first ordering: HBase scans ascending, so times are stored as `i64::MAX - ms`.
+pub fn reversed(ms: i64) -> i64 {
+    i64::MAX - ms
+}
+
+fn keyed(id: i64, rest: &[&[u8]]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(10 + rest.iter().map(|r| r.len()).sum::<usize>());
+    key.extend_from_slice(&hash_prefix(id));
+    key.extend_from_slice(&id.to_be_bytes());
+    for r in rest {
+        key.extend_from_slice(r);
+    }
+    key
+}
+
+/// `user`: hash(uid) + uid. 10 bytes.
+pub fn user_key(uid: i64) -> Vec<u8> {
+    keyed(uid, &[])
+}
+
+/// `post`: hash(uid) + uid + reversed(created_at) + mid. 26 bytes; a prefix scan on
+/// `user_key(uid)` is the user's timeline, newest first.
+pub fn post_key(uid: i64, created_at_ms: i64, mid: i64) -> Vec<u8> {
+    keyed(
+        uid,
+        &[&reversed(created_at_ms).to_be_bytes(), &mid.to_be_bytes()],
+    )
+}
+
+/// `post_by_mid`: hash(mid) + mid. 10 bytes.
+pub fn post_by_mid_key(mid: i64) -> Vec<u8> {
+    keyed(mid, &[])
+}
+
+/// `follow`: hash(follower) + follower + followee. 18 bytes; prefix `user_key(u)` = whom u follows.
+pub fn follow_key(follower: i64, followee: i64) -> Vec<u8> {
+    keyed(follower, &[&followee.to_be_bytes()])
+}
+
+/// `fans`: hash(followee) + followee + follower. 18 bytes; prefix `user_key(u)` = u's fans.
+pub fn fans_key(followee: i64, follower: i64) -> Vec<u8> {
+    keyed(followee, &[&follower.to_be_bytes()])
+}
+
+/// `friend`: hash(uid) + uid + friend. 18 bytes, written in both directions.
+pub fn friend_key(uid: i64, friend: i64) -> Vec<u8> {
+    keyed(uid, &[&friend.to_be_bytes()])
+}
+
+/// `user_post`: hash(uid) + uid + kind + reversed(ts) + id. 27 bytes.
+pub fn user_post_key(uid: i64, kind: Relation, ts_ms: i64, id: i64) -> Vec<u8> {
+    keyed(
+        uid,
+        &[
+            &[kind as u8],
+            &reversed(ts_ms).to_be_bytes(),
+            &id.to_be_bytes(),
+        ],
+    )
+}
+
+/// `user_by_name`: hash(name) + name (UTF-8). Variable length after a fixed prefix.
+pub fn user_by_name_key(screen_name: &str) -> Vec<u8> {
+    let mut key = hash_prefix_bytes(screen_name.as_bytes()).to_vec();
+    key.extend_from_slice(screen_name.as_bytes());
+    key
+}
+
+#[cfg(test)]
+mod golden {
+    //! Byte layouts other teams read with happybase, the HBase shell and Spark: any change
+    //! here is a breaking change of the tables and must show up as a failing test.
+    use super::*;
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    const UID: i64 = 1_669_879_400; // 0x6388_5668
+    const FAN: i64 = 5_872_301_234; // 0x1_5e04_34b2
+    const MID: i64 = 4_973_000_000_000_001;
+    const AT: i64 = 1_795_954_500_000; // 2026-11-29T20:15:00+08:00
+
+    #[test]
+    fn rowkeys_are_pinned() {
+        let h = |id: i64| hex(&hash_prefix(id));
+        assert_eq!(hex(&user_key(UID)), format!("{}0000000063885668", h(UID)));
+        assert_eq!(
+            hex(&post_key(UID, AT, MID)),
+            format!(
+                "{}0000000063885668{:016x}{:016x}",
+                h(UID),
+                i64::MAX - AT,
+                MID
+            )
+        );
+        assert_eq!(
+            hex(&post_by_mid_key(MID)),
+            format!("{}{:016x}", h(MID), MID)
+        );
+        assert_eq!(
+            hex(&follow_key(FAN, UID)),
+            format!("{}000000015e0434b20000000063885668", h(FAN))
+        );
+        assert_eq!(
+            hex(&fans_key(UID, FAN)),
+            format!("{}0000000063885668000000015e0434b2", h(UID))
+        );
+        assert_eq!(
+            hex(&user_post_key(UID, Relation::Repost, AT, MID)),
+            format!(
+                "{}000000006388566802{:016x}{:016x}",
+                h(UID),
+                i64::MAX - AT,
+                MID
+            )
+        );
+        assert_eq!(
+            hex(&user_by_name_key("何炅")),
+            format!("{}e4bd95e78285", hex(&hash_prefix_bytes("何炅".as_bytes())))
+        );
+        assert_eq!(user_key(UID).len(), 10);
+        assert_eq!(post_key(UID, AT, MID).len(), 26);
+        assert_eq!(user_post_key(UID, Relation::Post, AT, MID).len(), 27);
+    }
+
+    #[test]
+    fn hash_prefixes_are_pinned() {
+        // md5 of the 8-byte big-endian ids, first two bytes (python3: hashlib.md5(x.to_bytes(8,'big'))).
+        assert_eq!(hex(&hash_prefix(UID)), "2546");
+        assert_eq!(hex(&hash_prefix(FAN)), "0f5c");
+        assert_eq!(hex(&hash_prefix(MID)), "5d42");
+    }
+
+    #[test]
+    fn timelines_sort_newest_first() {
+        let older = post_key(UID, AT - 1000, MID);
+        let newer = post_key(UID, AT, MID + 1);
+        assert!(newer < older);
+        assert!(newer.starts_with(&user_key(UID)));
+    }
+}

@@ -11,6 +11,7 @@
 //! - [`hdfs`]: files by URL (HDFS or local), listing, globbing, streaming, atomic writes;
 //! - [`hbase`]: Thrift1 data calls, a connection pool, Thrift2 admin (namespaces, pre-split);
 //! - [`partition`]: atomic, dated Parquet partitions with `_SUCCESS`;
+//! - [`load`]: cleaned Parquet into pre-split HBase tables, counters, resumable;
 //! - [`keys`]: hashed rowkey prefixes and region split points;
 //! - [`cluster`]: the local HDFS + HBase + Thrift cluster the tests and demo run against;
 //! - [`report`] and [`progress`]: what a run tells its operator;
@@ -24,6 +25,7 @@ pub mod graph;
 pub mod hbase;
 pub mod hdfs;
 pub mod keys;
+pub mod load;
 pub mod partition;
 pub mod progress;
 pub mod raw;

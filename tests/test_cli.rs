@@ -12,6 +12,8 @@ fn help_matches_golden() {
         (vec!["friends", "--help"], "help-friends.txt"),
         (vec!["fs", "--help"], "help-fs.txt"),
         (vec!["gen", "--help"], "help-gen.txt"),
+        (vec!["load", "--help"], "help-load.txt"),
+        (vec!["query", "--help"], "help-query.txt"),
         (vec!["tables", "--help"], "help-tables.txt"),
         (vec!["demo", "--help"], "help-demo.txt"),
     ] {

@@ -17,3 +17,5 @@ mod test_clean_hdfs;
 mod test_hbase;
 #[cfg(feature = "integration")]
 mod test_hdfs;
+#[cfg(feature = "integration")]
+mod test_load;

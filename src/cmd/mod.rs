@@ -7,6 +7,8 @@ pub mod demo;
 pub mod friends;
 pub mod fs;
 pub mod gen;
+pub mod load;
+pub mod query;
 pub mod tables;
 
 use anyhow::Result;
@@ -99,6 +101,8 @@ pub enum Command {
     Friends(friends::Args),
     Fs(fs::Args),
     Gen(gen::Args),
+    Load(load::Args),
+    Query(query::Args),
     Tables(tables::Args),
 }
 
@@ -176,6 +180,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Friends(args) => friends::run(&ctx, args),
         Command::Fs(args) => fs::run(&ctx, args),
         Command::Gen(args) => gen::run(&ctx, args),
+        Command::Load(args) => load::run(&ctx, args),
+        Command::Query(args) => query::run(&ctx, args),
         Command::Tables(args) => tables::run(&ctx, args),
     }
 }

@@ -1,0 +1,839 @@
+//! The `load` job: cleaned Parquet → hashed rowkeys, batch counters → pre-split HBase tables,
+//! written by N parallel Thrift writers, resumable from a checkpoint manifest.
+//!
+//! Layout (README "HBase layout" has a worked example): every rowkey starts with
+//! [`keys::hash_prefix`] of its leading id; ids, times and counters are 8-byte big-endian;
+//! text is UTF-8. Counters are absolute values computed here from the whole cleaned input
+//! (never per-record increments), so a rerun writes the same numbers.
+//!
+//! Invariants:
+//! - Every cell of a run carries the same timestamp, derived from `--date` (midnight,
+//!   Asia/Shanghai): rewriting a cell replaces it instead of adding a version.
+//! - Work is split into units (one Parquet part file × its tables, plus the counters); a
+//!   unit is recorded in the manifest only after every writer has flushed all its rows, so
+//!   `--resume` may redo a unit but never skips an unfinished one.
+//! - A writer that loses its connection reconnects and retries the same batch with backoff,
+//!   a bounded number of times; puts are idempotent, so a retried batch is harmless.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
+use crate::hbase::{Connection, Put, Timeouts};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::keys::{self, Relation};
+
+/// The tables `load` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Table {
+    User,
+    Post,
+    PostByMid,
+    Follow,
+    Fans,
+    UserPost,
+    UserByName,
+}
+
+impl Table {
+    pub const ALL: [Table; 7] = [
+        Table::User,
+        Table::Post,
+        Table::PostByMid,
+        Table::Follow,
+        Table::Fans,
+        Table::UserPost,
+        Table::UserByName,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::User => "user",
+            Table::Post => "post",
+            Table::PostByMid => "post_by_mid",
+            Table::Follow => "follow",
+            Table::Fans => "fans",
+            Table::UserPost => "user_post",
+            Table::UserByName => "user_by_name",
+        }
+    }
+
+    /// Column families: `info` + `count` for the main tables, `r` for relation/index tables.
+    pub fn spec(self, namespace: &str, compression: Compression) -> TableSpec {
+        let fam = |n: &str| FamilySpec::new(n).compression(compression);
+        let families = match self {
+            Table::User | Table::Post => vec![fam("info"), fam("count")],
+            _ => vec![fam("r")],
+        };
+        TableSpec {
+            namespace: namespace.to_string(),
+            name: self.name().to_string(),
+            families,
+        }
+    }
+}
+
+/// What to load and how.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Root of the clean job's output (`<root>/<entity>/dt=<date>/`).
+    pub input: String,
+    pub date: String,
+    pub namespace: String,
+    pub tables: Vec<Table>,
+    pub regions: u32,
+    pub writers: usize,
+    pub batch_bytes: usize,
+    pub resume: bool,
+    pub thrift: String,
+    pub admin: String,
+    pub timeouts: Timeouts,
+    pub compression: Compression,
+    /// Where the checkpoint manifest lives (default `<input>/_load/dt=<date>/<ns>.json`).
+    pub checkpoint: Option<String>,
+    /// Give up on a batch after this many failed attempts.
+    pub max_attempts: u32,
+}
+
+/// The job's report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadReport {
+    pub rows_by_table: BTreeMap<String, u64>,
+    pub rows: u64,
+    pub bytes: u64,
+    pub batches: u64,
+    pub retries: u64,
+    pub units_done: usize,
+    pub units_skipped: usize,
+    pub unresolved_mentions: u64,
+    pub seconds: f64,
+    pub rows_per_s: f64,
+    pub mb_per_s: f64,
+    pub cell_timestamp: i64,
+}
+
+/// Cell timestamp of a run: midnight of `date` in Asia/Shanghai, epoch ms.
+pub fn cell_timestamp(date: &str) -> Result<i64> {
+    let d = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d")
+        .map_err(|e| Error::Usage(format!("--date {date:?}: {e}")))?;
+    Ok(d.and_hms_opt(0, 0, 0)
+        .expect("valid")
+        .and_utc()
+        .timestamp_millis()
+        - 8 * 3_600_000)
+}
+
+enum Msg {
+    Row(Table, u32, Put),
+    Flush(SyncSender<Result<()>>),
+}
+
+#[derive(Default)]
+struct WriterStats {
+    rows: u64,
+    bytes: u64,
+    batches: u64,
+    retries: u64,
+}
+
+/// One writer thread: its own Thrift connection, per-(table, region) batches.
+fn writer_loop(
+    rx: Receiver<Msg>,
+    options: &LoadOptions,
+    ts: i64,
+    stats: &Mutex<WriterStats>,
+) -> Result<()> {
+    let mut conn = Connection::connect(&options.thrift, options.timeouts)?;
+    let mut buffers: HashMap<(Table, u32), (Vec<Put>, usize)> = HashMap::new();
+    let mut failed: Option<Error> = None;
+    let send = |conn: &mut Connection, table: Table, rows: Vec<Put>, bytes: usize| -> Result<()> {
+        let full = format!("{}:{}", options.namespace, table.name());
+        let n = rows.len() as u64;
+        let mut attempt = 0;
+        loop {
+            match conn.put(&full, rows.clone(), ts) {
+                Ok(()) => break,
+                Err(e) if e.is_transient() && attempt + 1 < options.max_attempts => {
+                    attempt += 1;
+                    stats.lock().unwrap_or_else(|p| p.into_inner()).retries += 1;
+                    let backoff = Duration::from_millis(200 * (1 << attempt.min(6)));
+                    log::warn!("{e}; retry {attempt} in {backoff:?}");
+                    std::thread::sleep(backoff);
+                    if let Ok(fresh) = Connection::connect(&options.thrift, options.timeouts) {
+                        *conn = fresh;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.rows += n;
+        s.bytes += bytes as u64;
+        s.batches += 1;
+        Ok(())
+    };
+    for msg in rx {
+        match msg {
+            Msg::Row(table, region, put) => {
+                if failed.is_some() {
+                    continue;
+                }
+                let size = put.payload_bytes();
+                let entry = buffers.entry((table, region)).or_default();
+                entry.0.push(put);
+                entry.1 += size;
+                if entry.1 >= options.batch_bytes {
+                    let (rows, bytes) = std::mem::take(entry);
+                    if let Err(e) = send(&mut conn, table, rows, bytes) {
+                        failed = Some(e);
+                    }
+                }
+            }
+            Msg::Flush(ack) => {
+                let mut result = match failed.take() {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                };
+                let mut keys: Vec<(Table, u32)> = buffers.keys().copied().collect();
+                keys.sort();
+                for key in keys {
+                    let (rows, bytes) = buffers.remove(&key).unwrap_or_default();
+                    if result.is_ok() && !rows.is_empty() {
+                        result = send(&mut conn, key.0, rows, bytes);
+                    }
+                }
+                buffers.clear();
+                let _ = ack.send(result);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A unit of work: produces the puts of one input file (or the counters) into the router.
+type Unit<'a> = Box<dyn Fn(&mut Router) -> Result<()> + 'a>;
+
+/// Routes puts to the writers by region and flushes them at unit boundaries.
+struct Router {
+    senders: Vec<SyncSender<Msg>>,
+    regions: u32,
+    rows_by_table: BTreeMap<Table, u64>,
+}
+
+impl Router {
+    fn put(&mut self, table: Table, put: Put) -> Result<()> {
+        let prefix = [put.key[0], put.key[1]];
+        let region = keys::region_of(prefix, self.regions);
+        let w = region as usize % self.senders.len();
+        *self.rows_by_table.entry(table).or_default() += 1;
+        self.senders[w]
+            .send(Msg::Row(table, region, put))
+            .map_err(|_| Error::Hbase {
+                op: "load",
+                table: table.name().into(),
+                reason: "a writer stopped".into(),
+            })
+    }
+
+    /// Waits until every writer has sent everything it holds.
+    fn flush(&self) -> Result<()> {
+        let mut acks = Vec::new();
+        for s in &self.senders {
+            let (tx, rx) = sync_channel(1);
+            s.send(Msg::Flush(tx)).map_err(|_| Error::Hbase {
+                op: "load",
+                table: "-".into(),
+                reason: "a writer stopped".into(),
+            })?;
+            acks.push(rx);
+        }
+        let mut first_err = None;
+        for rx in acks {
+            match rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(Error::Hbase {
+                        op: "load",
+                        table: "-".into(),
+                        reason: "a writer stopped".into(),
+                    });
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+fn i64_col<'a>(b: &'a RecordBatch, name: &str) -> Option<&'a arrow::array::Int64Array> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>())
+}
+
+fn ts_col<'a>(
+    b: &'a RecordBatch,
+    name: &str,
+) -> Option<&'a arrow::array::TimestampMillisecondArray> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>())
+}
+
+fn str_val(b: &RecordBatch, name: &str, i: usize) -> Option<String> {
+    let c = b.column_by_name(name)?;
+    let s = c.as_string_opt::<i32>()?;
+    (!s.is_null(i)).then(|| s.value(i).to_string())
+}
+
+fn list_val(b: &RecordBatch, name: &str, i: usize) -> Vec<String> {
+    let Some(c) = b.column_by_name(name) else {
+        return Vec::new();
+    };
+    let Some(list) = c.as_list_opt::<i32>() else {
+        return Vec::new();
+    };
+    if list.is_null(i) {
+        return Vec::new();
+    }
+    let values = list.value(i);
+    let strings = values.as_string::<i32>();
+    (0..strings.len())
+        .filter(|&j| !strings.is_null(j))
+        .map(|j| strings.value(j).to_string())
+        .collect()
+}
+
+fn bool_val(b: &RecordBatch, name: &str, i: usize) -> Option<bool> {
+    let c = b.column_by_name(name)?.as_boolean_opt()?;
+    (!c.is_null(i)).then(|| c.value(i))
+}
+
+fn opt(a: Option<&arrow::array::Int64Array>, i: usize) -> Option<i64> {
+    a.filter(|a| !a.is_null(i)).map(|a| a.value(i))
+}
+
+fn read_batches(
+    fs: &FileSystems,
+    file: &FileEntry,
+    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+) -> Result<()> {
+    let bytes = Bytes::from(fs.read_to_vec(&file.location)?);
+    let bad = |e: String| Error::BadInput {
+        path: file.location.to_string(),
+        line: 0,
+        reason: e,
+    };
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(|e| bad(e.to_string()))?
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| bad(e.to_string()))?;
+    for batch in reader {
+        f(&batch.map_err(|e| bad(e.to_string()))?)?;
+    }
+    Ok(())
+}
+
+/// Absolute counters computed from the cleaned data.
+#[derive(Default)]
+struct Counters {
+    /// uid → [followers, following, posts, reposts received, comments received]
+    users: HashMap<i64, [i64; 5]>,
+    /// mid → (uid, created_at, reposts, comments)
+    posts: HashMap<i64, (i64, i64, i64, i64)>,
+    /// screen name → uid, for mentions
+    names: HashMap<String, i64>,
+}
+
+fn partition_files(
+    fs: &FileSystems,
+    root: &Location,
+    entity: &str,
+    date: &str,
+) -> Result<Vec<FileEntry>> {
+    let dir = root.join(entity).join(&format!("dt={date}"));
+    if !fs.exists(&dir.join("_SUCCESS"))? {
+        return Ok(Vec::new());
+    }
+    Ok(fs
+        .list(&dir, false)?
+        .into_iter()
+        .filter(|e| {
+            e.location
+                .file_name()
+                .is_some_and(|n| n.ends_with(".parquet"))
+        })
+        .collect())
+}
+
+fn compute_counters(fs: &FileSystems, files: &BTreeMap<&str, Vec<FileEntry>>) -> Result<Counters> {
+    let mut c = Counters::default();
+    for f in &files["users"] {
+        read_batches(fs, f, &mut |b| {
+            let uid = i64_col(b, "uid").expect("uid");
+            for i in 0..b.num_rows() {
+                c.users.entry(uid.value(i)).or_default();
+                if let Some(name) = str_val(b, "screen_name", i) {
+                    c.names.insert(name, uid.value(i));
+                }
+            }
+            Ok(())
+        })?;
+    }
+    for f in &files["follows"] {
+        read_batches(fs, f, &mut |b| {
+            let (a, e) = (
+                i64_col(b, "follower").expect("follower"),
+                i64_col(b, "followee").expect("followee"),
+            );
+            for i in 0..b.num_rows() {
+                c.users.entry(a.value(i)).or_default()[1] += 1;
+                c.users.entry(e.value(i)).or_default()[0] += 1;
+            }
+            Ok(())
+        })?;
+    }
+    let mut retweets: Vec<i64> = Vec::new();
+    for f in &files["posts"] {
+        read_batches(fs, f, &mut |b| {
+            let mid = i64_col(b, "mid").expect("mid");
+            let uid = i64_col(b, "uid");
+            let created = ts_col(b, "created_at").expect("created_at");
+            let rt = i64_col(b, "retweet_mid");
+            for i in 0..b.num_rows() {
+                let author = opt(uid, i);
+                if let Some(u) = author {
+                    c.users.entry(u).or_default()[2] += 1;
+                }
+                c.posts
+                    .insert(mid.value(i), (author.unwrap_or(0), created.value(i), 0, 0));
+                if let Some(r) = opt(rt, i) {
+                    retweets.push(r);
+                }
+            }
+            Ok(())
+        })?;
+    }
+    for r in retweets {
+        if let Some(p) = c.posts.get_mut(&r) {
+            p.2 += 1;
+            if p.0 != 0 {
+                c.users.entry(p.0).or_default()[3] += 1;
+            }
+        }
+    }
+    for f in &files["comments"] {
+        read_batches(fs, f, &mut |b| {
+            let mid = i64_col(b, "mid").expect("mid");
+            for i in 0..b.num_rows() {
+                if let Some(p) = c.posts.get_mut(&mid.value(i)) {
+                    p.3 += 1;
+                    if p.0 != 0 {
+                        c.users.entry(p.0).or_default()[4] += 1;
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(c)
+}
+
+fn be(v: i64) -> Vec<u8> {
+    v.to_be_bytes().to_vec()
+}
+
+/// Runs the load. `progress` is told the rows routed so far.
+pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
+    let started = Instant::now();
+    let ts = cell_timestamp(&options.date)?;
+    let root = fs.parse(&options.input)?;
+    let mut files: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
+    for entity in ["users", "posts", "follows", "comments", "reposts"] {
+        files.insert(entity, partition_files(fs, &root, entity, &options.date)?);
+    }
+    if files.values().all(Vec::is_empty) {
+        return Err(Error::BadInput {
+            path: root.to_string(),
+            line: 0,
+            reason: format!("no committed clean partitions for dt={}", options.date),
+        });
+    }
+
+    // Tables first: namespace and any missing table, pre-split.
+    let mut admin = Admin::connect(&options.admin, options.timeouts)?;
+    admin.ensure_namespace(&options.namespace)?;
+    for t in &options.tables {
+        if !admin.table_exists(&options.namespace, t.name())? {
+            admin.create_table(
+                &t.spec(&options.namespace, options.compression),
+                &keys::split_points(options.regions),
+            )?;
+        }
+    }
+
+    let manifest_loc = match &options.checkpoint {
+        Some(c) => fs.parse(c)?,
+        None => root
+            .join("_load")
+            .join(&format!("dt={}", options.date))
+            .join(&format!("{}.json", options.namespace)),
+    };
+    let mut done: BTreeSet<String> = if options.resume && fs.exists(&manifest_loc)? {
+        serde_json::from_slice(&fs.read_to_vec(&manifest_loc)?).unwrap_or_default()
+    } else {
+        BTreeSet::new()
+    };
+    if !options.resume {
+        fs.delete(&manifest_loc)?;
+    }
+
+    let counters = compute_counters(fs, &files)?;
+    let wants = |t: Table| options.tables.contains(&t);
+    let stats = Mutex::new(WriterStats::default());
+    let mut report = LoadReport {
+        cell_timestamp: ts,
+        ..LoadReport::default()
+    };
+
+    let unresolved_mentions = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| -> Result<()> {
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for _ in 0..options.writers.max(1) {
+            let (tx, rx) = sync_channel::<Msg>(4096);
+            senders.push(tx);
+            let stats = &stats;
+            handles.push(scope.spawn(move || writer_loop(rx, options, ts, stats)));
+        }
+        let mut router = Router {
+            senders,
+            regions: options.regions,
+            rows_by_table: BTreeMap::new(),
+        };
+        let mut units: Vec<(String, Unit<'_>)> = Vec::new();
+        let counters = &counters;
+        let unresolved = &unresolved_mentions;
+        for f in files["users"].clone() {
+            units.push((
+                format!("users:{}", f.location),
+                Box::new(move |r: &mut Router| {
+                    read_batches(fs, &f, &mut |b| {
+                        let uid = i64_col(b, "uid").expect("uid");
+                        for i in 0..b.num_rows() {
+                            let u = uid.value(i);
+                            if wants(Table::User) {
+                                let mut p = Put::new(keys::user_key(u));
+                                for col in [
+                                    "screen_name",
+                                    "gender",
+                                    "province",
+                                    "city",
+                                    "location",
+                                    "description",
+                                ] {
+                                    if let Some(v) = str_val(b, col, i) {
+                                        p = p.cell(&format!("info:{col}"), v);
+                                    }
+                                }
+                                if let Some(v) = bool_val(b, "verified", i) {
+                                    p = p.cell("info:verified", if v { "1" } else { "0" });
+                                }
+                                if let Some(v) = opt(i64_col(b, "verified_type"), i) {
+                                    p = p.cell("info:verified_type", be(v));
+                                }
+                                if let Some(v) = ts_col(b, "created_at").filter(|a| !a.is_null(i)) {
+                                    p = p.cell("info:created_at", be(v.value(i)));
+                                }
+                                for (col, q) in [
+                                    ("followers_count", "reported_followers"),
+                                    ("follow_count", "reported_following"),
+                                    ("statuses_count", "reported_posts"),
+                                ] {
+                                    if let Some(v) = opt(i64_col(b, col), i) {
+                                        p = p.cell(&format!("count:{q}"), be(v));
+                                    }
+                                }
+                                r.put(Table::User, p)?;
+                            }
+                            if wants(Table::UserByName) {
+                                if let Some(name) = str_val(b, "screen_name", i) {
+                                    r.put(
+                                        Table::UserByName,
+                                        Put::new(keys::user_by_name_key(&name))
+                                            .cell("r:uid", be(u)),
+                                    )?;
+                                }
+                            }
+                        }
+                        Ok(())
+                    })
+                }),
+            ));
+        }
+        for f in files["posts"].clone() {
+            units.push((
+                format!("posts:{}", f.location),
+                Box::new(move |r: &mut Router| {
+                    read_batches(fs, &f, &mut |b| {
+                        let mid = i64_col(b, "mid").expect("mid");
+                        let created = ts_col(b, "created_at").expect("created_at");
+                        for i in 0..b.num_rows() {
+                            let (m, at) = (mid.value(i), created.value(i));
+                            let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
+                            let key = keys::post_key(uid, at, m);
+                            let rt = opt(i64_col(b, "retweet_mid"), i);
+                            if wants(Table::Post) {
+                                let mut p = Put::new(key.clone())
+                                    .cell("info:created_at", be(at))
+                                    .cell("info:text", str_val(b, "text", i).unwrap_or_default())
+                                    .cell(
+                                        "info:deleted",
+                                        if bool_val(b, "is_deleted", i) == Some(true) {
+                                            "1"
+                                        } else {
+                                            "0"
+                                        },
+                                    );
+                                if let Some(v) = str_val(b, "source", i) {
+                                    p = p.cell("info:source", v);
+                                }
+                                for col in ["topics", "at_users", "pics"] {
+                                    let items = list_val(b, col, i);
+                                    if !items.is_empty() {
+                                        p = p.cell(&format!("info:{col}"), items.join(","));
+                                    }
+                                }
+                                if let Some(r) = rt {
+                                    p = p.cell("info:retweet_mid", be(r));
+                                }
+                                for (col, q) in [
+                                    ("reposts_count", "reported_reposts"),
+                                    ("comments_count", "reported_comments"),
+                                    ("attitudes_count", "reported_attitudes"),
+                                ] {
+                                    if let Some(v) = opt(i64_col(b, col), i) {
+                                        p = p.cell(&format!("count:{q}"), be(v));
+                                    }
+                                }
+                                r.put(Table::Post, p)?;
+                            }
+                            if wants(Table::PostByMid) {
+                                r.put(
+                                    Table::PostByMid,
+                                    Put::new(keys::post_by_mid_key(m))
+                                        .cell("r:post", key.clone())
+                                        .cell("r:uid", be(uid)),
+                                )?;
+                            }
+                            if wants(Table::UserPost) && uid != 0 {
+                                let kind = if rt.is_some() {
+                                    Relation::Repost
+                                } else {
+                                    Relation::Post
+                                };
+                                let mut p = Put::new(keys::user_post_key(uid, kind, at, m))
+                                    .cell("r:post", key.clone());
+                                if let Some(r) = rt {
+                                    p = p.cell("r:repost_from", be(r));
+                                }
+                                r.put(Table::UserPost, p)?;
+                                for name in list_val(b, "at_users", i) {
+                                    match counters.names.get(&name) {
+                                        Some(&target) => r.put(
+                                            Table::UserPost,
+                                            Put::new(keys::user_post_key(
+                                                target,
+                                                Relation::Mention,
+                                                at,
+                                                m,
+                                            ))
+                                            .cell("r:post", key.clone())
+                                            .cell("r:by", be(uid)),
+                                        )?,
+                                        None => {
+                                            unresolved
+                                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        Ok(())
+                    })
+                }),
+            ));
+        }
+        for f in files["follows"].clone() {
+            units.push((
+                format!("follows:{}", f.location),
+                Box::new(move |r: &mut Router| {
+                    read_batches(fs, &f, &mut |b| {
+                        let (a, e) = (
+                            i64_col(b, "follower").expect("follower"),
+                            i64_col(b, "followee").expect("followee"),
+                        );
+                        let at = ts_col(b, "followed_at");
+                        for i in 0..b.num_rows() {
+                            let t = at
+                                .filter(|c| !c.is_null(i))
+                                .map(|c| be(c.value(i)))
+                                .unwrap_or_default();
+                            if wants(Table::Follow) {
+                                r.put(
+                                    Table::Follow,
+                                    Put::new(keys::follow_key(a.value(i), e.value(i)))
+                                        .cell("r:followed_at", t.clone()),
+                                )?;
+                            }
+                            if wants(Table::Fans) {
+                                r.put(
+                                    Table::Fans,
+                                    Put::new(keys::fans_key(e.value(i), a.value(i)))
+                                        .cell("r:followed_at", t),
+                                )?;
+                            }
+                        }
+                        Ok(())
+                    })
+                }),
+            ));
+        }
+        for f in files["comments"].clone() {
+            units.push((
+                format!("comments:{}", f.location),
+                Box::new(move |r: &mut Router| {
+                    if !wants(Table::UserPost) {
+                        return Ok(());
+                    }
+                    read_batches(fs, &f, &mut |b| {
+                        let cid = i64_col(b, "cid").expect("cid");
+                        let mid = i64_col(b, "mid").expect("mid");
+                        let created = ts_col(b, "created_at").expect("created_at");
+                        for i in 0..b.num_rows() {
+                            let Some(uid) = opt(i64_col(b, "uid"), i) else {
+                                continue;
+                            };
+                            r.put(
+                                Table::UserPost,
+                                Put::new(keys::user_post_key(
+                                    uid,
+                                    Relation::Comment,
+                                    created.value(i),
+                                    cid.value(i),
+                                ))
+                                .cell("r:mid", be(mid.value(i)))
+                                .cell("r:text", str_val(b, "text", i).unwrap_or_default()),
+                            )?;
+                        }
+                        Ok(())
+                    })
+                }),
+            ));
+        }
+        units.push((
+            "counters".into(),
+            Box::new(move |r: &mut Router| {
+                if wants(Table::User) {
+                    let mut uids: Vec<&i64> = counters.users.keys().collect();
+                    uids.sort();
+                    for uid in uids {
+                        let c = counters.users[uid];
+                        r.put(
+                            Table::User,
+                            Put::new(keys::user_key(*uid))
+                                .cell("count:followers", be(c[0]))
+                                .cell("count:following", be(c[1]))
+                                .cell("count:posts", be(c[2]))
+                                .cell("count:reposts_received", be(c[3]))
+                                .cell("count:comments_received", be(c[4])),
+                        )?;
+                    }
+                }
+                if wants(Table::Post) {
+                    let mut mids: Vec<&i64> = counters.posts.keys().collect();
+                    mids.sort();
+                    for mid in mids {
+                        let (uid, at, reposts, comments) = counters.posts[mid];
+                        r.put(
+                            Table::Post,
+                            Put::new(keys::post_key(uid, at, *mid))
+                                .cell("count:reposts", be(reposts))
+                                .cell("count:comments", be(comments)),
+                        )?;
+                    }
+                }
+                Ok(())
+            }),
+        ));
+
+        let mut result = Ok(());
+        for (name, unit) in &units {
+            if done.contains(name) {
+                report.units_skipped += 1;
+                continue;
+            }
+            if let Err(e) = unit(&mut router).and_then(|_| router.flush()) {
+                result = Err(e);
+                break;
+            }
+            done.insert(name.clone());
+            report.units_done += 1;
+            let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
+            if let Err(e) = fs.write_atomic(&manifest_loc, &text) {
+                result = Err(e);
+                break;
+            }
+        }
+        report.rows_by_table = router
+            .rows_by_table
+            .iter()
+            .map(|(t, n)| (t.name().to_string(), *n))
+            .collect();
+        report.unresolved_mentions = unresolved.load(std::sync::atomic::Ordering::Relaxed);
+        drop(router);
+        // A writer's own error (say, the gateway is unreachable) explains a "writer stopped"
+        // seen by the router better than that message does.
+        let mut writer_error = None;
+        for h in handles {
+            match h.join() {
+                Ok(Err(e)) => {
+                    writer_error.get_or_insert(e);
+                }
+                Err(_) => {
+                    writer_error.get_or_insert(Error::Hbase {
+                        op: "load",
+                        table: "-".into(),
+                        reason: "a writer panicked".into(),
+                    });
+                }
+                Ok(Ok(())) => {}
+            }
+        }
+        match writer_error {
+            Some(e) => Err(e),
+            None => result,
+        }
+    })?;
+
+    let s = stats.into_inner().unwrap_or_else(|p| p.into_inner());
+    report.rows = s.rows;
+    report.bytes = s.bytes;
+    report.batches = s.batches;
+    report.retries = s.retries;
+    report.seconds = started.elapsed().as_secs_f64();
+    report.rows_per_s = report.rows as f64 / report.seconds.max(1e-9);
+    report.mb_per_s = report.bytes as f64 / 1e6 / report.seconds.max(1e-9);
+    Ok(report)
+}

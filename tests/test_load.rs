@@ -1,0 +1,240 @@
+//! `load` against the real HBase of the local cluster: the sample is cleaned, loaded, and
+//! read back through Thrift (ours) and happybase (theirs).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use md5::{Digest, Md5};
+use serde_json::Value;
+use weibo_etl::hbase::{Connection, Timeouts};
+
+use crate::harness::{bin, cluster, run, stderr, stdout};
+use crate::test_clean::{parquet_rows, sample_dir, DATE};
+
+fn rows(dir: &Path, entity: &str) -> Vec<Value> {
+    parquet_rows(&dir.join(entity).join(format!("dt={DATE}")))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Row count and a digest of every cell (key, column, value, timestamp) of a table.
+fn table_digest(conn: &mut Connection, table: &str) -> (u64, String) {
+    let mut n = 0;
+    let mut h = Md5::new();
+    conn.scan_with(table, &[], |row| {
+        n += 1;
+        for (col, cell) in &row.cells {
+            h.update(&row.key);
+            h.update(col);
+            h.update(&cell.value);
+            h.update(cell.timestamp.to_be_bytes());
+        }
+        true
+    })
+    .unwrap();
+    (n, format!("{:x}", h.finalize()))
+}
+
+fn load(input: &Path, ns: &str, extra: &[&str]) -> std::process::Output {
+    run(bin()
+        .args(["-q", "--namespace", ns, "load", "--input"])
+        .arg(input)
+        .args([
+            "--date",
+            DATE,
+            "--regions",
+            "4",
+            "--writers",
+            "3",
+            "--batch-bytes",
+            "2000",
+        ])
+        .args(extra))
+}
+
+#[test]
+fn sample_round_trip_counts_queries_happybase_and_rerun() {
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    let out = run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(sample_dir())
+        .arg("--output")
+        .arg(&clean)
+        .args(["--date", DATE, "--max-reject-ratio", "0.5"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ns = cluster::namespace("load");
+    let out = load(&clean, &ns, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // What the cleaned data implies, computed here from the Parquet rows.
+    let users = rows(&clean, "users");
+    let follows = rows(&clean, "follows");
+    let posts = rows(&clean, "posts");
+    let comments = rows(&clean, "comments");
+    let mut uids: BTreeSet<i64> = users.iter().map(|u| u["uid"].as_i64().unwrap()).collect();
+    for f in &follows {
+        uids.insert(f["follower"].as_i64().unwrap());
+        uids.insert(f["followee"].as_i64().unwrap());
+    }
+    uids.extend(posts.iter().filter_map(|p| p["uid"].as_i64()));
+    let names: BTreeMap<String, i64> = users
+        .iter()
+        .filter_map(|u| Some((u["screen_name"].as_str()?.to_string(), u["uid"].as_i64()?)))
+        .collect();
+    let mentions: usize = posts
+        .iter()
+        .filter(|p| p["uid"].as_i64().is_some())
+        .map(|p| {
+            p["at_users"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| names.contains_key(n.as_str().unwrap()))
+                .count()
+        })
+        .sum();
+    let user_post = posts.iter().filter(|p| p["uid"].as_i64().is_some()).count()
+        + mentions
+        + comments
+            .iter()
+            .filter(|c| c["uid"].as_i64().is_some())
+            .count();
+    let expected: BTreeMap<&str, u64> = BTreeMap::from([
+        ("user", uids.len() as u64),
+        ("user_by_name", names.len() as u64),
+        ("post", posts.len() as u64),
+        ("post_by_mid", posts.len() as u64),
+        ("follow", follows.len() as u64),
+        ("fans", follows.len() as u64),
+        ("user_post", user_post as u64),
+    ]);
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    let mut digests = BTreeMap::new();
+    for (table, n) in &expected {
+        let full = format!("{ns}:{table}");
+        let (count, digest) = table_digest(&mut conn, &full);
+        assert_eq!(count, *n, "{table} rows");
+        assert_eq!(conn.regions(&full).unwrap().len(), 4, "{table} regions");
+        digests.insert(*table, digest);
+    }
+
+    // Queries answer from the tables: counters are the graph's, not the crawler's.
+    let followers_of = |uid: i64| follows.iter().filter(|f| f["followee"] == uid).count() as i64;
+    let query = |args: &[&str]| -> Value {
+        let out = run(bin().args(["--namespace", &ns, "query"]).args(args));
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let user = query(&["user", "1669879400"]);
+    let cells = &user["result"]["cells"];
+    assert_eq!(cells["count:followers"], followers_of(1669879400));
+    assert_eq!(cells["count:reported_followers"], 78_000_000);
+    assert_eq!(cells["info:screen_name"], "迪丽热巴");
+    let followees = query(&["followees", "5872301234"]);
+    let expected_followees: Vec<i64> = {
+        let mut v: Vec<i64> = follows
+            .iter()
+            .filter(|f| f["follower"] == 5872301234i64)
+            .map(|f| f["followee"].as_i64().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(followees["result"], serde_json::json!(expected_followees));
+    let fans = query(&["fans", "1195230310"]);
+    assert_eq!(
+        fans["result"].as_array().unwrap().len() as i64,
+        followers_of(1195230310)
+    );
+    let post = query(&["post", "4973000000000001"]);
+    assert_eq!(post["result"]["cells"]["count:reposts"], 2);
+    assert_eq!(post["result"]["cells"]["count:comments"], 1);
+    let timeline = query(&["timeline", "1669879400", "--limit", "3"]);
+    let times: Vec<i64> = timeline["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cells"]["info:created_at"].as_i64().unwrap())
+        .collect();
+    assert_eq!(times.len(), 3);
+    assert!(
+        times.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {times:?}"
+    );
+
+    // happybase decodes count:followers as HBase's 8-byte counter.
+    let script = "import happybase, struct, sys\n\
+                  c = happybase.Connection('127.0.0.1', 9090)\n\
+                  t = c.table(sys.argv[1])\n\
+                  import hashlib\n\
+                  uid = int(sys.argv[2])\n\
+                  key = hashlib.md5(uid.to_bytes(8, 'big')).digest()[:2] + uid.to_bytes(8, 'big')\n\
+                  print(struct.unpack('>q', t.row(key)[b'count:followers'])[0])\n";
+    let py = Command::new("python3")
+        .args(["-c", script, &format!("{ns}:user"), "1669879400"])
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&py.stdout).trim(),
+        followers_of(1669879400).to_string()
+    );
+
+    // A rerun (no --resume) leaves every cell as it was: same values, same timestamps.
+    let out = load(&clean, &ns, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for (table, digest) in &digests {
+        assert_eq!(
+            &table_digest(&mut conn, &format!("{ns}:{table}")).1,
+            digest,
+            "{table} changed on rerun"
+        );
+    }
+    // --resume after a finished run has nothing left to do.
+    let report = dir.path().join("resume.json");
+    let out = run(bin()
+        .args(["-q", "--namespace", &ns, "--report"])
+        .arg(&report)
+        .args(["load", "--input"])
+        .arg(&clean)
+        .args(["--date", DATE, "--resume"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(r["load"]["rows"], 0);
+    assert_eq!(r["load"]["units_done"], 0);
+    assert!(r["load"]["units_skipped"].as_u64().unwrap() >= 5);
+}
+
+#[test]
+fn unreachable_gateway_fails_with_exit_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    let out = run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(sample_dir().join("canonical"))
+        .arg("--output")
+        .arg(&clean)
+        .args(["--date", DATE]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(bin()
+        .args([
+            "--hbase",
+            "127.0.0.1:1",
+            "--hbase-admin",
+            "127.0.0.1:1",
+            "load",
+            "--input",
+        ])
+        .arg(&clean)
+        .args(["--date", DATE]));
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("127.0.0.1:1"), "{}", stderr(&out));
+}
