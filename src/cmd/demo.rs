@@ -1,8 +1,8 @@
 //! `weibo-etl demo`: the whole pipeline on the local cluster and `sample_data/`, end to end.
 //!
-//! It grows with the jobs: today it starts the cluster, puts the raw sample into HDFS the way
-//! the nightly crawl lands, cleans it from HDFS into Parquet on HDFS, and prepares the HBase
-//! namespace; each job that lands adds its stage here.
+//! It starts the cluster, puts the raw sample into HDFS the way the nightly crawl lands,
+//! cleans it into Parquet on HDFS, loads HBase, computes friendships and queries the result.
+//! Each job that lands adds its stage here.
 
 use std::path::PathBuf;
 
@@ -10,8 +10,11 @@ use anyhow::{Context as _, Result};
 use weibo_etl::clean::job;
 use weibo_etl::clean::values::parse_crawl_time;
 use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
-use weibo_etl::hbase::admin::Admin;
+use weibo_etl::graph::friends::{self, FriendsOptions, Slice};
+use weibo_etl::hbase::admin::Compression;
 use weibo_etl::hbase::Connection;
+use weibo_etl::keys;
+use weibo_etl::load::{self, LoadOptions, Table};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -39,6 +42,9 @@ pub struct Args {
     /// HDFS folder the cleaned partitions go to
     #[arg(long, default_value = "hdfs:///weibo/clean")]
     clean: String,
+    /// HDFS folder the friends partitions go to
+    #[arg(long, default_value = "hdfs:///weibo/graph")]
+    graph: String,
     /// Leave a cluster this demo started running afterwards
     #[arg(long)]
     keep_cluster: bool,
@@ -48,7 +54,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let mut report = Report::new("demo");
     let paths = ClusterPaths::discover();
 
-    println!("[1/5] local cluster");
+    println!("[1/6] local cluster");
     let up = cluster::up(&paths, &UpOptions::default()).context("starting the local cluster")?;
     if up.already_running {
         println!("      reusing the running cluster");
@@ -75,12 +81,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
 
 fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
     let raw = format!("{}/dt={}", args.raw.trim_end_matches('/'), args.date);
-    println!("[2/5] put {} into {raw}", args.sample.display());
+    println!("[2/6] put {} into {raw}", args.sample.display());
     let sample = args.sample.to_string_lossy();
     let (files, bytes) = super::fs::put(&ctx.fs, &sample, &raw)?;
     println!("      {files} files, {bytes} bytes");
 
-    println!("[3/5] clean {raw} -> {}", args.clean);
+    println!("[3/6] clean {raw} -> {}", args.clean);
     let options = job::CleanOptions {
         inputs: vec![raw.clone()],
         output: args.clean.clone(),
@@ -109,19 +115,83 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
     );
     report.set("clean", &clean);
 
-    println!("[4/5] HBase namespace '{}'", ctx.global.namespace);
-    let mut admin = Admin::connect(&ctx.admin_addr(), ctx.timeouts)?;
-    let created = admin.ensure_namespace(&ctx.global.namespace)?;
-    let tables = Connection::connect(&ctx.global.hbase, ctx.timeouts)?.table_names()?;
     println!(
-        "      {} ({} tables visible through Thrift)",
-        if created { "created" } else { "exists" },
-        tables.len()
+        "[4/6] load {} -> HBase namespace '{}' (8 regions per table, 4 writers)",
+        args.clean, ctx.global.namespace
     );
-    println!("[5/5] load and friends: not built yet (issues #4, #5)");
+    let options = LoadOptions {
+        input: args.clean.clone(),
+        date: args.date.clone(),
+        namespace: ctx.global.namespace.clone(),
+        tables: Table::ALL.to_vec(),
+        regions: 8,
+        writers: 4,
+        batch_bytes: 1 << 20,
+        resume: false,
+        thrift: ctx.global.hbase.clone(),
+        admin: ctx.admin_addr(),
+        timeouts: ctx.timeouts,
+        compression: Compression::None,
+        checkpoint: None,
+        max_attempts: 6,
+    };
+    let loaded = load::run(&ctx.fs, &options)?;
+    for (table, n) in &loaded.rows_by_table {
+        println!("      {table:<13} {n:>4} puts");
+    }
+    report.set("load", &loaded);
+
+    println!("[5/6] friends (mutual follows) -> {}", args.graph);
+    let friends = friends::run(
+        &ctx.fs,
+        &[format!("{}/follows", args.clean)],
+        &FriendsOptions {
+            memory_budget: 1 << 30,
+            slice: Slice::ALL,
+            spill_dir: None,
+        },
+    )?;
     println!(
-        "done: raw on HDFS at {raw}, cleaned Parquet at {}",
-        args.clean
+        "      {} follow edges, {} mutual pairs, reciprocity {:.2}",
+        friends.stats.edges_read, friends.stats.mutual_pairs, friends.stats.reciprocity
+    );
+    for (a, b) in friends.uid_a.iter().zip(&friends.uid_b) {
+        println!("      friends: {a} <-> {b}");
+    }
+    report.set("friends", &friends.stats);
+    let mut friends = friends;
+    let graph = ctx.fs.parse(&args.graph)?;
+    let target = friends::write_output(&ctx.fs, &graph, &args.date, Slice::ALL, &mut friends)?;
+    println!("      written under {target}");
+
+    println!("[6/6] query the loaded tables");
+    let mut conn = Connection::connect(&ctx.global.hbase, ctx.timeouts)?;
+    let ns = &ctx.global.namespace;
+    for uid in [1669879400i64, 1195230310] {
+        let t = std::time::Instant::now();
+        let row = conn.get(&format!("{ns}:user"), &keys::user_key(uid))?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let number = |col: &str| {
+            row.as_ref()
+                .and_then(|r| r.get(col))
+                .filter(|v| v.len() == 8)
+                .map_or(0, |v| i64::from_be_bytes(v.try_into().expect("8 bytes")))
+        };
+        let name = row
+            .as_ref()
+            .and_then(|r| r.get("info:screen_name"))
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default();
+        println!(
+            "      user {uid} {name}: followers {}, following {}, posts {} ({ms:.1} ms)",
+            number("count:followers"),
+            number("count:following"),
+            number("count:posts")
+        );
+    }
+    println!(
+        "done: raw {raw} -> clean {} -> HBase '{ns}' + friends {}",
+        args.clean, args.graph
     );
 
     report.set("raw", &raw);

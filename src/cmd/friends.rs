@@ -3,8 +3,7 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
-use weibo_etl::graph::friends::{self, counts_schema, friends_schema, FriendsOptions, Slice};
-use weibo_etl::partition::{self, Staged};
+use weibo_etl::graph::friends::{self, FriendsOptions, Slice};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -78,44 +77,20 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         }
     };
     let output = ctx.fs.parse(&args.output)?;
-    let dt = format!("dt={}", args.date.format("%Y-%m-%d"));
-    let tag = partition::run_tag();
-    let stage = |table: &str| {
-        let parent = output.join(table);
-        if slice == Slice::ALL {
-            Staged::new(&parent, &dt, &tag)
-        } else {
-            Staged::new(
-                &parent.join(&dt),
-                &format!("slice={}-of-{}", slice.index, slice.count),
-                &tag,
-            )
+    let written = friends::write_output(
+        &ctx.fs,
+        &output,
+        &args.date.format("%Y-%m-%d").to_string(),
+        slice,
+        &mut result,
+    );
+    let target = match written {
+        Ok(t) => t,
+        Err(e) => {
+            ctx.finish_report(&report, Some(&e.to_string()))?;
+            return Err(e.into());
         }
     };
-    let staged = vec![stage("friends"), stage("friend_counts")];
-    let written = (|| -> weibo_etl::Result<()> {
-        // Ids and times are nearly all distinct: dictionary encoding would only cost.
-        partition::write_parquet_with(
-            &ctx.fs,
-            &staged[0].tmp.join("part-00000.parquet"),
-            friends_schema(),
-            Some(&result.pairs_batch()?),
-            false,
-        )?;
-        partition::write_parquet_with(
-            &ctx.fs,
-            &staged[1].tmp.join("part-00000.parquet"),
-            counts_schema(),
-            Some(&result.counts_batch()?),
-            false,
-        )?;
-        partition::commit(&ctx.fs, &staged)
-    })();
-    if let Err(e) = written {
-        partition::abandon(&ctx.fs, &staged);
-        ctx.finish_report(&report, Some(&e.to_string()))?;
-        return Err(e.into());
-    }
     let s = &result.stats;
     eprintln!(
         "edges read {}, duplicate edges {}, self edges {}, mutual pairs {}, reciprocity {:.3}, \
@@ -133,8 +108,8 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             ""
         }
     );
-    eprintln!("written under {}", staged[0].target);
+    eprintln!("written under {target}");
     report.set("friends", s);
-    report.set("output", staged[0].target.to_string());
+    report.set("output", target.to_string());
     ctx.finish_report(&report, None)
 }

@@ -98,10 +98,10 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     match load::run(&ctx.fs, &options).context("load failed") {
         Ok(r) => {
             for (table, n) in &r.rows_by_table {
-                eprintln!("{table:<13} {n:>10} rows");
+                eprintln!("{table:<13} {n:>10} puts");
             }
             eprintln!(
-                "{} rows, {:.1} MB in {:.2}s: {:.0} rows/s, {:.2} MB/s; {} units done, {} skipped (resume), {} retries{}",
+                "{} puts, {:.1} MB in {:.2}s: {:.0} puts/s, {:.2} MB/s; {} units done, {} skipped (resume), {} retries{}",
                 r.rows,
                 r.bytes as f64 / 1e6,
                 r.seconds,

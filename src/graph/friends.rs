@@ -849,3 +849,54 @@ impl Friends {
         })
     }
 }
+
+/// Writes a result as `<output>/friends/dt=<date>/` and `<output>/friend_counts/dt=<date>/`
+/// (or their `slice=i-of-N/` sub-folders for a sliced run), each committed atomically.
+/// Returns where the friends rows went.
+pub fn write_output(
+    fs: &FileSystems,
+    output: &Location,
+    date: &str,
+    slice: Slice,
+    result: &mut Friends,
+) -> Result<Location> {
+    use crate::partition::{self, Staged};
+    let dt = format!("dt={date}");
+    let tag = partition::run_tag();
+    let stage = |table: &str| {
+        let parent = output.join(table);
+        if slice == Slice::ALL {
+            Staged::new(&parent, &dt, &tag)
+        } else {
+            Staged::new(
+                &parent.join(&dt),
+                &format!("slice={}-of-{}", slice.index, slice.count),
+                &tag,
+            )
+        }
+    };
+    let staged = vec![stage("friends"), stage("friend_counts")];
+    let written = (|| -> Result<()> {
+        // Ids and times are nearly all distinct: dictionary encoding would only cost.
+        partition::write_parquet_with(
+            fs,
+            &staged[0].tmp.join("part-00000.parquet"),
+            friends_schema(),
+            Some(&result.pairs_batch()?),
+            false,
+        )?;
+        partition::write_parquet_with(
+            fs,
+            &staged[1].tmp.join("part-00000.parquet"),
+            counts_schema(),
+            Some(&result.counts_batch()?),
+            false,
+        )?;
+        partition::commit(fs, &staged)
+    })();
+    if let Err(e) = written {
+        partition::abandon(fs, &staged);
+        return Err(e);
+    }
+    Ok(staged[0].target.clone())
+}
