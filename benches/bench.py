@@ -65,12 +65,47 @@ def ensure_data(out, args):
     return users, follows_clean / "follows" / f"dt={DATE}"
 
 
+def load_rows(out, args, results):
+    data = out / "data" / f"load-users-{args.load_users}"
+    clean = out / "data" / f"load-users-{args.load_users}-clean"
+    if not (clean / "users" / f"dt={DATE}" / "_SUCCESS").exists():
+        subprocess.run([BIN, "-q", "gen", "--out", data, "--users", str(args.load_users), "--only", "users",
+                        "--noise", "0", "--part-rows", "1000000000"], check=True)
+        subprocess.run([BIN, "-q", "clean", "--input", data, "--output", clean, "--date", DATE], check=True)
+    parts = sorted((clean / "users" / f"dt={DATE}").glob("*.parquet"))
+    # One Parquet file for the peer: our clean writes one part per key partition.
+    import pyarrow.parquet as pq
+    import pyarrow as pa
+    single = out / "load-users.parquet"
+    pq.write_table(pa.concat_tables([pq.read_table(p) for p in parts]), single)
+    rows = pq.read_metadata(single).num_rows
+    up = subprocess.run([BIN, "cluster", "up"], capture_output=True, text=True)
+    if up.returncode != 0:
+        sys.exit(f"cluster up failed: {up.stderr}")
+    stamp = str(int(time.time()))
+    report = out / "load-report.json"
+    ours = measured([BIN, "-q", "--namespace", f"bench{stamp}", "--report", report, "load", "--input", clean,
+                     "--date", DATE, "--tables", "user", "--regions", "8", "--writers", str(args.writers)])
+    ours_r = json.loads(report.read_text())["load"]
+    peer = measured([sys.executable, PEERS / "happybase_load.py", "--parquet", single, "--key", "uid",
+                     "--table", f"bench{stamp}:peer_users", "--threads", str(args.writers)])
+    peer_r = json.loads(peer["stdout"].strip().splitlines()[-1])
+    results.append({"stage": "load (user table)", "input": f"{rows:,} users, {args.writers} writers",
+                    "peer": "happybase",
+                    "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                    "ours_rows_s": rows / ours["seconds"], "peer_rows_s": rows / peer["seconds"],
+                    "ours_mb_s": ours_r["mb_per_s"], "peer_mb_s": peer_r["mb_per_s"],
+                    "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "bench-out"), help="work and results folder")
     ap.add_argument("--small", action="store_true", help="small data: a quick pass, not the targets")
     ap.add_argument("--clean-users", type=int, default=1_100_000, help="users in the clean benchmark CSV")
     ap.add_argument("--follows", default="paper", choices=["small", "paper"], help="follow graph preset")
+    ap.add_argument("--load-users", type=int, default=100_000, help="users (~1 KB rows) in the load benchmark")
+    ap.add_argument("--writers", type=int, default=4, help="parallel writers / threads for both loaders")
     args = ap.parse_args()
     if args.small:
         args.clean_users, args.follows = 100_000, "small"
@@ -124,6 +159,9 @@ def main():
                     "ours_rss_mb": ooc["rss_mb"], "peer_rss_mb": peer["rss_mb"],
                     "pairs": ooc_stats["mutual_pairs"]})
 
+    # load: the same users Parquet into HBase through the same Thrift server
+    load_rows(out, args, results)
+
     print()
     print(f"{'stage':<24} {'input':<30} {'ours s':>8} {'peer s':>8} {'speed x':>8} "
           f"{'ours MB':>8} {'peer MB':>8} {'RSS x':>6}")
@@ -133,6 +171,8 @@ def main():
         print(f"{r['stage']:<24} {r['input']:<30} {r['ours_s']:>8.2f} {r['peer_s']:>8.2f} "
               f"{r['speedup']:>8.2f} {r['ours_rss_mb']:>8.0f} {r['peer_rss_mb']:>8.0f} {r['rss_ratio']:>6.2f}")
     for r in results:
+        if "ours_rows_s" in r:
+            print(f"{r['stage']}: ours {r['ours_rows_s']:.0f} input rows/s, peer {r['peer_rows_s']:.0f} rows/s")
         if "ours_mb_s" in r:
             print(f"{r['stage']}: ours {r['ours_mb_s']:.1f} MB/s, peer {r['peer_mb_s']:.1f} MB/s")
     meta = {"machine": os.uname().nodename, "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),
