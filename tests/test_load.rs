@@ -238,3 +238,114 @@ fn unreachable_gateway_fails_with_exit_5() {
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert!(stderr(&out).contains("127.0.0.1:1"), "{}", stderr(&out));
 }
+
+#[test]
+fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    let clean = dir.path().join("clean");
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
+    ok(run(bin()
+        .args(["-q", "gen", "--users", "3000", "--seed", "5", "--out"])
+        .arg(&raw)));
+    ok(run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(&raw)
+        .arg("--output")
+        .arg(&clean)
+        .args(["--date", DATE])));
+
+    // The reference: one uninterrupted load.
+    let reference = cluster::namespace("load_ref");
+    ok(load(&clean, &reference, &[]));
+
+    // The victim: killed once its checkpoint records a finished unit, then resumed.
+    let victim = cluster::namespace("load_kill");
+    let manifest = clean
+        .join("_load")
+        .join(format!("dt={DATE}"))
+        .join(format!("{victim}.json"));
+    let mut child = bin()
+        .args(["-q", "--namespace", &victim, "load", "--input"])
+        .arg(&clean)
+        .args([
+            "--date",
+            DATE,
+            "--regions",
+            "4",
+            "--writers",
+            "3",
+            "--batch-bytes",
+            "2000",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut killed_mid_load = false;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the load finished ({status}) before it could be killed");
+        }
+        let units = std::fs::read(&manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
+            .map_or(0, |v| v.len());
+        if units >= 1 {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            killed_mid_load = true;
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no unit finished in time"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(killed_mid_load);
+    let done_before: Vec<String> =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    let report = dir.path().join("resume.json");
+    ok(run(bin()
+        .args(["-q", "--namespace", &victim, "--report"])
+        .arg(&report)
+        .args(["load", "--input"])
+        .arg(&clean)
+        .args([
+            "--date",
+            DATE,
+            "--regions",
+            "4",
+            "--writers",
+            "3",
+            "--resume",
+        ])));
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(
+        r["load"]["units_skipped"].as_u64().unwrap(),
+        done_before.len() as u64
+    );
+    assert!(r["load"]["units_done"].as_u64().unwrap() >= 1);
+
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    for table in [
+        "user",
+        "post",
+        "post_by_mid",
+        "follow",
+        "fans",
+        "user_post",
+        "user_by_name",
+    ] {
+        let a = table_digest(&mut conn, &format!("{reference}:{table}"));
+        let b = table_digest(&mut conn, &format!("{victim}:{table}"));
+        assert!(a.0 > 0, "{table} is empty");
+        assert_eq!(
+            a, b,
+            "{table}: resumed load differs from an uninterrupted one"
+        );
+    }
+}
