@@ -284,7 +284,6 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let mut killed_mid_load = false;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the load finished ({status}) before it could be killed");
@@ -296,7 +295,6 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
         if units >= 1 {
             child.kill().unwrap();
             child.wait().unwrap();
-            killed_mid_load = true;
             break;
         }
         assert!(
@@ -305,7 +303,6 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(killed_mid_load);
     let done_before: Vec<String> =
         serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     let report = dir.path().join("resume.json");
