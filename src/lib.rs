@@ -14,6 +14,7 @@
 //! - [`load`]: cleaned Parquet into pre-split HBase tables, counters, resumable;
 //! - [`keys`]: hashed rowkey prefixes and region split points;
 //! - [`cluster`]: the local HDFS + HBase + Thrift cluster the tests and demo run against;
+//! - [`verify`]: sampled read-back of the loaded tables, with latencies;
 //! - [`report`] and [`progress`]: what a run tells its operator;
 //! - [`error`]: the error type and the exit codes cron sees.
 
@@ -30,5 +31,6 @@ pub mod partition;
 pub mod progress;
 pub mod raw;
 pub mod report;
+pub mod verify;
 
 pub use error::{Error, Result};

@@ -14,6 +14,7 @@ fn help_matches_golden() {
         (vec!["gen", "--help"], "help-gen.txt"),
         (vec!["load", "--help"], "help-load.txt"),
         (vec!["query", "--help"], "help-query.txt"),
+        (vec!["verify", "--help"], "help-verify.txt"),
         (vec!["tables", "--help"], "help-tables.txt"),
         (vec!["demo", "--help"], "help-demo.txt"),
     ] {

@@ -10,6 +10,7 @@ pub mod gen;
 pub mod load;
 pub mod query;
 pub mod tables;
+pub mod verify;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -104,6 +105,7 @@ pub enum Command {
     Load(load::Args),
     Query(query::Args),
     Tables(tables::Args),
+    Verify(verify::Args),
 }
 
 /// What a job needs from the global options, resolved once.
@@ -183,5 +185,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Load(args) => load::run(&ctx, args),
         Command::Query(args) => query::run(&ctx, args),
         Command::Tables(args) => tables::run(&ctx, args),
+        Command::Verify(args) => verify::run(&ctx, args),
     }
 }

@@ -1,0 +1,292 @@
+//! `verify`: sample cleaned records, read them back from HBase, compare, and measure the
+//! latency of the calls a serving layer would make (gets and prefix scans).
+//!
+//! Sampling is deterministic: the records whose natural key hashes lowest are taken, so two
+//! runs over the same data check the same records, and the sample is uniform over the keys.
+
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::hbase::{Connection, Timeouts};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::keys;
+
+/// What was checked, what differed, and how fast the reads were.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifyReport {
+    pub users_checked: u64,
+    pub posts_checked: u64,
+    pub follows_checked: u64,
+    pub mismatches: u64,
+    /// The first mismatches, described.
+    pub examples: Vec<String>,
+    pub get_ms: Latency,
+    pub scan_ms: Latency,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Latency {
+    pub calls: u64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+fn latency(mut ms: Vec<f64>) -> Latency {
+    if ms.is_empty() {
+        return Latency::default();
+    }
+    ms.sort_by(f64::total_cmp);
+    let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
+    Latency {
+        calls: ms.len() as u64,
+        p50: at(0.5),
+        p99: at(0.99),
+        max: *ms.last().expect("non-empty"),
+    }
+}
+
+fn mix(x: u64) -> u64 {
+    let mut x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Keeps the `n` items with the lowest hash.
+struct Sample<T: Ord> {
+    n: usize,
+    heap: BinaryHeap<(u64, T)>,
+}
+
+impl<T: Ord> Sample<T> {
+    fn new(n: usize) -> Self {
+        Sample {
+            n,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    fn offer(&mut self, hash: u64, item: T) {
+        if self.heap.len() < self.n {
+            self.heap.push((hash, item));
+        } else if self.heap.peek().is_some_and(|(h, _)| hash < *h) {
+            self.heap.pop();
+            self.heap.push((hash, item));
+        }
+    }
+
+    fn into_sorted(self) -> Vec<T> {
+        let mut v = self.heap.into_vec();
+        v.sort();
+        v.into_iter().map(|(_, t)| t).collect()
+    }
+}
+
+fn batches(fs: &FileSystems, dir: &Location, f: &mut dyn FnMut(&RecordBatch)) -> Result<()> {
+    if !fs.exists(&dir.join("_SUCCESS"))? {
+        return Ok(());
+    }
+    let files: Vec<FileEntry> = fs
+        .list(dir, false)?
+        .into_iter()
+        .filter(|e| {
+            e.location
+                .file_name()
+                .is_some_and(|n| n.ends_with(".parquet"))
+        })
+        .collect();
+    for file in files {
+        let bytes = Bytes::from(fs.read_to_vec(&file.location)?);
+        let bad = |e: String| Error::BadInput {
+            path: file.location.to_string(),
+            line: 0,
+            reason: e,
+        };
+        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+            .map_err(|e| bad(e.to_string()))?
+            .build()
+            .map_err(|e| bad(e.to_string()))?;
+        for b in reader {
+            f(&b.map_err(|e| bad(e.to_string()))?);
+        }
+    }
+    Ok(())
+}
+
+type UserSample = (i64, Option<String>, Option<i64>);
+type PostSample = (i64, i64, Option<String>);
+
+/// Samples `n` users, posts and follows of `date` under the clean output `input` and checks
+/// each against the tables in `namespace`.
+pub fn run(
+    fs: &FileSystems,
+    input: &str,
+    date: &str,
+    namespace: &str,
+    thrift: &str,
+    timeouts: Timeouts,
+    n: usize,
+) -> Result<VerifyReport> {
+    let root = fs.parse(input)?;
+    let dt = format!("dt={date}");
+    let mut users: Sample<UserSample> = Sample::new(n);
+    batches(fs, &root.join("users").join(&dt), &mut |b| {
+        let uid = b
+            .column_by_name("uid")
+            .map(|c| c.as_primitive::<Int64Type>().clone());
+        let name = b
+            .column_by_name("screen_name")
+            .map(|c| c.as_string::<i32>().clone());
+        let followers = b
+            .column_by_name("followers_count")
+            .map(|c| c.as_primitive::<Int64Type>().clone());
+        let Some(uid) = uid else { return };
+        for i in 0..b.num_rows() {
+            let u = uid.value(i);
+            let nm = name
+                .as_ref()
+                .filter(|a| !a.is_null(i))
+                .map(|a| a.value(i).to_string());
+            let fo = followers
+                .as_ref()
+                .filter(|a| !a.is_null(i))
+                .map(|a| a.value(i));
+            users.offer(mix(u as u64), (u, nm, fo));
+        }
+    })?;
+    let mut posts: Sample<PostSample> = Sample::new(n);
+    batches(fs, &root.join("posts").join(&dt), &mut |b| {
+        let (Some(mid), Some(at)) = (
+            b.column_by_name("mid")
+                .map(|c| c.as_primitive::<Int64Type>().clone()),
+            b.column_by_name("created_at")
+                .map(|c| c.as_primitive::<TimestampMillisecondType>().clone()),
+        ) else {
+            return;
+        };
+        let text = b
+            .column_by_name("text")
+            .map(|c| c.as_string::<i32>().clone());
+        for i in 0..b.num_rows() {
+            let t = text.as_ref().map(|a| a.value(i).to_string());
+            posts.offer(mix(mid.value(i) as u64), (mid.value(i), at.value(i), t));
+        }
+    })?;
+    let mut follows: Sample<(i64, i64)> = Sample::new(n);
+    batches(fs, &root.join("follows").join(&dt), &mut |b| {
+        let (Some(a), Some(e)) = (
+            b.column_by_name("follower")
+                .map(|c| c.as_primitive::<Int64Type>().clone()),
+            b.column_by_name("followee")
+                .map(|c| c.as_primitive::<Int64Type>().clone()),
+        ) else {
+            return;
+        };
+        for i in 0..b.num_rows() {
+            let key = (a.value(i), e.value(i));
+            follows.offer(mix(key.0 as u64 ^ mix(key.1 as u64)), key);
+        }
+    })?;
+
+    let mut conn = Connection::connect(thrift, timeouts)?;
+    let mut report = VerifyReport::default();
+    let (mut gets, mut scans) = (Vec::new(), Vec::new());
+    let mismatch = |report: &mut VerifyReport, what: String| {
+        report.mismatches += 1;
+        if report.examples.len() < 20 {
+            report.examples.push(what);
+        }
+    };
+    let table = |t: &str| format!("{namespace}:{t}");
+
+    for (uid, name, followers) in users.into_sorted() {
+        report.users_checked += 1;
+        let t = Instant::now();
+        let row = conn.get(&table("user"), &keys::user_key(uid))?;
+        gets.push(t.elapsed().as_secs_f64() * 1e3);
+        let Some(row) = row else {
+            mismatch(&mut report, format!("user {uid}: missing"));
+            continue;
+        };
+        if let Some(name) = name {
+            if row.get("info:screen_name") != Some(name.as_bytes()) {
+                mismatch(&mut report, format!("user {uid}: screen_name differs"));
+            }
+        }
+        if let Some(f) = followers {
+            if row.get("count:reported_followers") != Some(&f.to_be_bytes()[..]) {
+                mismatch(
+                    &mut report,
+                    format!("user {uid}: reported_followers differs"),
+                );
+            }
+        }
+        if row.get("count:followers").map(<[u8]>::len) != Some(8) {
+            mismatch(
+                &mut report,
+                format!("user {uid}: no 8-byte count:followers"),
+            );
+        }
+    }
+    for (mid, at, text) in posts.into_sorted() {
+        report.posts_checked += 1;
+        let t = Instant::now();
+        let index = conn.get(&table("post_by_mid"), &keys::post_by_mid_key(mid))?;
+        gets.push(t.elapsed().as_secs_f64() * 1e3);
+        let Some(post_key) = index.as_ref().and_then(|r| r.get("r:post")) else {
+            mismatch(&mut report, format!("post {mid}: missing from post_by_mid"));
+            continue;
+        };
+        let t = Instant::now();
+        let row = conn.get(&table("post"), post_key)?;
+        gets.push(t.elapsed().as_secs_f64() * 1e3);
+        match row {
+            None => mismatch(
+                &mut report,
+                format!("post {mid}: index points at a missing row"),
+            ),
+            Some(row) => {
+                if row.get("info:created_at") != Some(&at.to_be_bytes()[..]) {
+                    mismatch(&mut report, format!("post {mid}: created_at differs"));
+                }
+                if let Some(text) = text {
+                    if row.get("info:text") != Some(text.as_bytes()) {
+                        mismatch(&mut report, format!("post {mid}: text differs"));
+                    }
+                }
+            }
+        }
+    }
+    for (follower, followee) in follows.into_sorted() {
+        report.follows_checked += 1;
+        let t = Instant::now();
+        let followees = conn.scan_prefix(&table("follow"), &keys::user_key(follower), 10_000)?;
+        scans.push(t.elapsed().as_secs_f64() * 1e3);
+        if !followees
+            .iter()
+            .any(|r| r.key == keys::follow_key(follower, followee))
+        {
+            mismatch(
+                &mut report,
+                format!("follow {follower}->{followee}: missing"),
+            );
+        }
+        let t = Instant::now();
+        let fan = conn.get(&table("fans"), &keys::fans_key(followee, follower))?;
+        gets.push(t.elapsed().as_secs_f64() * 1e3);
+        if fan.is_none() {
+            mismatch(&mut report, format!("fans {followee}<-{follower}: missing"));
+        }
+    }
+    report.get_ms = latency(gets);
+    report.scan_ms = latency(scans);
+    Ok(report)
+}
