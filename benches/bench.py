@@ -82,6 +82,15 @@ def load_rows(out, args, results):
     up = subprocess.run([BIN, "cluster", "up"], capture_output=True, text=True)
     if up.returncode != 0:
         sys.exit(f"cluster up failed: {up.stderr}")
+    started_here = "already running" not in up.stdout
+    try:
+        load_against_happybase(out, args, results, clean, single, rows)
+    finally:
+        if started_here:
+            subprocess.run([BIN, "cluster", "down"], capture_output=True)
+
+
+def load_against_happybase(out, args, results, clean, single, rows):
     stamp = str(int(time.time()))
     report = out / "load-report.json"
     ours = measured([BIN, "-q", "--namespace", f"bench{stamp}", "--report", report, "load", "--input", clean,

@@ -30,9 +30,10 @@ Examples:
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// Local folder with the raw sample
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_data"))]
-    sample: PathBuf,
+    /// Local folder with the raw sample [default: sample_data/ of the checkout this binary was
+    /// built from]
+    #[arg(long, value_name = "DIR")]
+    sample: Option<PathBuf>,
     /// Logical date of the run (the dt= partition)
     #[arg(long, default_value = "2026-11-29")]
     date: String,
@@ -81,8 +82,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
 
 fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
     let raw = format!("{}/dt={}", args.raw.trim_end_matches('/'), args.date);
-    println!("[2/6] put {} into {raw}", args.sample.display());
-    let sample = args.sample.to_string_lossy();
+    let sample = args
+        .sample
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sample_data")));
+    println!("[2/6] put {} into {raw}", sample.display());
+    let sample = sample.to_string_lossy();
     let (files, bytes) = super::fs::put(&ctx.fs, &sample, &raw)?;
     println!("      {files} files, {bytes} bytes");
 

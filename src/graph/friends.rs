@@ -294,6 +294,21 @@ fn chunk_from_batch(batch: &RecordBatch, path: &Location) -> Result<EdgeChunk> {
     })
 }
 
+/// Pairs (`small << 32 | large`) that appear in both directions among sorted, deduplicated
+/// packed edges: the two directions of a pair are neighbours after the sort.
+pub fn mutual_pairs(sorted_keys: &[u64]) -> Vec<u64> {
+    sorted_keys
+        .windows(2)
+        .filter(|w| w[0] >> 1 == w[1] >> 1)
+        .map(|w| w[0] >> 1)
+        .collect()
+}
+
+/// Packs an edge between two ids below 2^31 (the direct coding; see the module doc).
+pub fn pack_direct(follower: i64, followee: i64) -> u64 {
+    pack(&Coder::Direct, follower, followee)
+}
+
 /// Packs an edge: `(small << 32 | large) << 1 | dir`, dir 1 when the large id follows.
 fn pack(coder: &Coder, follower: i64, followee: i64) -> u64 {
     let (a, b) = (coder.encode(follower), coder.encode(followee));
@@ -530,11 +545,7 @@ fn mutual_in_memory(
     keys.dedup();
     stats.duplicate_edges += before - keys.len() as u64;
     stats.distinct_edges += keys.len() as u64;
-    let mutual: Vec<u64> = keys
-        .windows(2)
-        .filter(|w| w[0] >> 1 == w[1] >> 1)
-        .map(|w| w[0] >> 1)
-        .collect();
+    let mutual = mutual_pairs(&keys);
     drop(keys);
 
     // Membership by hash, not binary search: ~17 M random probes into a 23 MB sorted array
@@ -610,13 +621,7 @@ fn mutual_in(source: &Source<'_>, stats: &mut FriendsStats) -> Result<Vec<(u64, 
     keys.dedup();
     stats.duplicate_edges += before - keys.len() as u64;
     stats.distinct_edges += keys.len() as u64;
-    let mut mutual: Vec<u64> = Vec::new();
-    for w in keys.windows(2) {
-        // Same pair, direction 0 then 1: both follow each other.
-        if w[0] >> 1 == w[1] >> 1 {
-            mutual.push(w[0] >> 1);
-        }
-    }
+    let mutual = mutual_pairs(&keys);
     drop(keys);
     // Earliest known time per direction, then the later of the two.
     let mut first = vec![NO_TIME; mutual.len()];
