@@ -43,6 +43,8 @@ pub enum Table {
     Fans,
     UserPost,
     UserByName,
+    /// Written by `friends --load`, not by `load`.
+    Friend,
 }
 
 impl Table {
@@ -65,6 +67,7 @@ impl Table {
             Table::Fans => "fans",
             Table::UserPost => "user_post",
             Table::UserByName => "user_by_name",
+            Table::Friend => "friend",
         }
     }
 
@@ -454,7 +457,91 @@ fn be(v: i64) -> Vec<u8> {
     v.to_be_bytes().to_vec()
 }
 
-/// Runs the load. `progress` is told the rows routed so far.
+/// Creates the namespace and any missing table of `options.tables`, pre-split.
+fn ensure_tables(options: &LoadOptions) -> Result<()> {
+    let mut admin = Admin::connect(&options.admin, options.timeouts)?;
+    admin.ensure_namespace(&options.namespace)?;
+    for t in &options.tables {
+        if !admin.table_exists(&options.namespace, t.name())? {
+            admin.create_table(
+                &t.spec(&options.namespace, options.compression),
+                &keys::split_points(options.regions),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the puts `produce` emits through the same parallel, region-batched, retrying
+/// writers `load` uses, into `options.tables` (created pre-split when missing). Used by jobs
+/// other than `load` (friends) so every HBase write shares one mechanism.
+pub fn write_with(
+    options: &LoadOptions,
+    produce: &mut dyn FnMut(&mut dyn FnMut(Table, Put) -> Result<()>) -> Result<()>,
+) -> Result<LoadReport> {
+    let started = Instant::now();
+    let ts = cell_timestamp(&options.date)?;
+    ensure_tables(options)?;
+    let stats = Mutex::new(WriterStats::default());
+    let mut report = LoadReport {
+        cell_timestamp: ts,
+        ..LoadReport::default()
+    };
+    std::thread::scope(|scope| -> Result<()> {
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for _ in 0..options.writers.max(1) {
+            let (tx, rx) = sync_channel::<Msg>(4096);
+            senders.push(tx);
+            let stats = &stats;
+            handles.push(scope.spawn(move || writer_loop(rx, options, ts, stats)));
+        }
+        let mut router = Router {
+            senders,
+            regions: options.regions,
+            rows_by_table: BTreeMap::new(),
+        };
+        let result = produce(&mut |t, p| router.put(t, p)).and_then(|_| router.flush());
+        report.rows_by_table = router
+            .rows_by_table
+            .iter()
+            .map(|(t, n)| (t.name().to_string(), *n))
+            .collect();
+        drop(router);
+        let mut writer_error = None;
+        for h in handles {
+            match h.join() {
+                Ok(Err(e)) => {
+                    writer_error.get_or_insert(e);
+                }
+                Err(_) => {
+                    writer_error.get_or_insert(Error::Hbase {
+                        op: "load",
+                        table: "-".into(),
+                        reason: "a writer panicked".into(),
+                    });
+                }
+                Ok(Ok(())) => {}
+            }
+        }
+        match writer_error {
+            Some(e) => Err(e),
+            None => result,
+        }
+    })?;
+    let s = stats.into_inner().unwrap_or_else(|p| p.into_inner());
+    report.rows = s.rows;
+    report.bytes = s.bytes;
+    report.batches = s.batches;
+    report.retries = s.retries;
+    report.units_done = 1;
+    report.seconds = started.elapsed().as_secs_f64();
+    report.rows_per_s = report.rows as f64 / report.seconds.max(1e-9);
+    report.mb_per_s = report.bytes as f64 / 1e6 / report.seconds.max(1e-9);
+    Ok(report)
+}
+
+/// Runs the load.
 pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let started = Instant::now();
     let ts = cell_timestamp(&options.date)?;
@@ -472,16 +559,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     }
 
     // Tables first: namespace and any missing table, pre-split.
-    let mut admin = Admin::connect(&options.admin, options.timeouts)?;
-    admin.ensure_namespace(&options.namespace)?;
-    for t in &options.tables {
-        if !admin.table_exists(&options.namespace, t.name())? {
-            admin.create_table(
-                &t.spec(&options.namespace, options.compression),
-                &keys::split_points(options.regions),
-            )?;
-        }
-    }
+    ensure_tables(options)?;
 
     let manifest_loc = match &options.checkpoint {
         Some(c) => fs.parse(c)?,

@@ -381,3 +381,75 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
         );
     }
 }
+
+#[test]
+fn friends_load_writes_friend_rows_counts_and_mutual_flags() {
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
+    ok(run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(sample_dir().join("canonical"))
+        .arg("--output")
+        .arg(&clean)
+        .args(["--date", DATE])));
+    let ns = cluster::namespace("friends_load");
+    ok(load(&clean, &ns, &[]));
+    ok(run(bin()
+        .args(["-q", "--namespace", &ns, "friends", "--input"])
+        .arg(clean.join("follows"))
+        .arg("--output")
+        .arg(dir.path().join("graph"))
+        .args(["--date", DATE, "--load", "--regions", "4"])));
+
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    // The sample has two mutual pairs: 1195230310 with 1669879400 and with 5872301234.
+    assert_eq!(table_digest(&mut conn, &format!("{ns}:friend")).0, 4);
+    let friends_of = conn
+        .scan_prefix(
+            &format!("{ns}:friend"),
+            &weibo_etl::keys::user_key(1195230310),
+            10,
+        )
+        .unwrap();
+    let ids: Vec<i64> = friends_of
+        .iter()
+        .map(|r| i64::from_be_bytes(r.key[10..18].try_into().unwrap()))
+        .collect();
+    let mut sorted = ids.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![1669879400, 5872301234]);
+    let user = conn
+        .get(
+            &format!("{ns}:user"),
+            &weibo_etl::keys::user_key(1195230310),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(user.get("count:friends").unwrap(), 2i64.to_be_bytes());
+    let edge = conn
+        .get(
+            &format!("{ns}:follow"),
+            &weibo_etl::keys::follow_key(1669879400, 1195230310),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(edge.get("r:mutual"), Some(&b"1"[..]));
+    let one_way = conn
+        .get(
+            &format!("{ns}:follow"),
+            &weibo_etl::keys::follow_key(6012345678, 1669879400),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(one_way.get("r:mutual"), None);
+    let fan = conn
+        .get(
+            &format!("{ns}:fans"),
+            &weibo_etl::keys::fans_key(1195230310, 5872301234),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(fan.get("r:mutual"), Some(&b"1"[..]));
+}

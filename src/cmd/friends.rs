@@ -4,6 +4,10 @@
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::graph::friends::{self, FriendsOptions, Slice};
+use weibo_etl::hbase::admin::Compression;
+use weibo_etl::hbase::Put;
+use weibo_etl::keys;
+use weibo_etl::load::{self, LoadOptions, Table};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -47,6 +51,13 @@ pub struct Args {
     /// Local folder for spill files [default: the system temp folder]
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<std::path::PathBuf>,
+    /// Also write HBase: the `friend` table (both directions, r:since), `count:friends` in
+    /// `user`, and `r:mutual` = 1 on both edges in `follow` and `fans`
+    #[arg(long)]
+    load: bool,
+    /// Regions a missing table is pre-split into (with --load)
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    regions: u32,
 }
 
 fn parse_date(s: &str) -> Result<NaiveDate, String> {
@@ -65,7 +76,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let options = FriendsOptions {
         memory_budget: args.memory_budget,
         slice,
-        spill_dir: args.spill_dir,
+        spill_dir: args.spill_dir.clone(),
     };
     let result = friends::run(&ctx.fs, &args.inputs, &options).context("computing friends");
     log::debug!("friends: computed in {:.2}s", report.seconds());
@@ -76,6 +87,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             return Err(e);
         }
     };
+    if args.load {
+        if let Err(e) = load_hbase(ctx, &args, slice, &result, &mut report) {
+            ctx.finish_report(&report, Some(&format!("{e:#}")))?;
+            return Err(e);
+        }
+    }
     let output = ctx.fs.parse(&args.output)?;
     let written = friends::write_output(
         &ctx.fs,
@@ -112,4 +129,77 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     report.set("friends", s);
     report.set("output", target.to_string());
     ctx.finish_report(&report, None)
+}
+
+/// Writes the friendships into HBase through the loader's writers.
+fn load_hbase(
+    ctx: &Context,
+    args: &Args,
+    slice: Slice,
+    result: &friends::Friends,
+    report: &mut Report,
+) -> Result<()> {
+    let options = LoadOptions {
+        input: String::new(),
+        date: args.date.format("%Y-%m-%d").to_string(),
+        namespace: ctx.global.namespace.clone(),
+        tables: vec![Table::Friend, Table::User, Table::Follow, Table::Fans],
+        regions: args.regions,
+        writers: 4,
+        batch_bytes: 1 << 20,
+        resume: false,
+        thrift: ctx.global.hbase.clone(),
+        admin: ctx.admin_addr(),
+        timeouts: ctx.timeouts,
+        compression: Compression::None,
+        checkpoint: None,
+        max_attempts: 6,
+    };
+    let whole = slice == Slice::ALL;
+    if !whole {
+        log::warn!(
+            "--partition: count:friends is not written (a slice sees part of each user's \
+             friends); sum friend_counts of all slices"
+        );
+    }
+    let be = |v: i64| v.to_be_bytes().to_vec();
+    let written = load::write_with(&options, &mut |put| {
+        for i in 0..result.uid_a.len() {
+            let (a, b) = (result.uid_a[i], result.uid_b[i]);
+            let since = result.since[i].map(be).unwrap_or_default();
+            put(
+                Table::Friend,
+                Put::new(keys::friend_key(a, b)).cell("r:since", since.clone()),
+            )?;
+            put(
+                Table::Friend,
+                Put::new(keys::friend_key(b, a)).cell("r:since", since),
+            )?;
+            for (x, y) in [(a, b), (b, a)] {
+                put(
+                    Table::Follow,
+                    Put::new(keys::follow_key(x, y)).cell("r:mutual", "1"),
+                )?;
+                put(
+                    Table::Fans,
+                    Put::new(keys::fans_key(y, x)).cell("r:mutual", "1"),
+                )?;
+            }
+        }
+        if whole {
+            for (uid, n) in &result.counts {
+                put(
+                    Table::User,
+                    Put::new(keys::user_key(*uid)).cell("count:friends", be(*n as i64)),
+                )?;
+            }
+        }
+        Ok(())
+    })?;
+    eprintln!(
+        "hbase: {} puts in {:.2}s into {}:friend/user/follow/fans",
+        written.rows, written.seconds, ctx.global.namespace
+    );
+    report.set("load", &written);
+    Ok(())
 }
