@@ -472,12 +472,15 @@ fn ensure_tables(options: &LoadOptions) -> Result<()> {
     Ok(())
 }
 
+/// Where a producer hands its puts: `(table, put)`.
+pub type PutSink<'a> = dyn FnMut(Table, Put) -> Result<()> + 'a;
+
 /// Writes the puts `produce` emits through the same parallel, region-batched, retrying
 /// writers `load` uses, into `options.tables` (created pre-split when missing). Used by jobs
 /// other than `load` (friends) so every HBase write shares one mechanism.
 pub fn write_with(
     options: &LoadOptions,
-    produce: &mut dyn FnMut(&mut dyn FnMut(Table, Put) -> Result<()>) -> Result<()>,
+    produce: &mut dyn FnMut(&mut PutSink<'_>) -> Result<()>,
 ) -> Result<LoadReport> {
     let started = Instant::now();
     let ts = cell_timestamp(&options.date)?;
