@@ -1,5 +1,6 @@
 //! Our own canonical raw format (§1 of the raw-format spec): CSV with a header naming the
-//! canonical fields of one entity, or JSON lines whose keys are those fields.
+//! canonical fields of one entity, or JSON lines whose keys are those fields. The JSON lines
+//! reader also maps nghuyong WeiboSpider records (see [`super::nghuyong`]), detected per record.
 //!
 //! Invariants: every physical CSV record and every non-blank JSON line becomes exactly one
 //! [`Item`]; a CSV row with a different field count than its header is rejected as
@@ -121,7 +122,7 @@ pub fn read_csv(
     }
 }
 
-fn value_text(v: &Value) -> Option<String> {
+pub(crate) fn value_text(v: &Value) -> Option<String> {
     match v {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
@@ -174,6 +175,15 @@ pub fn read_jsonl(
                 continue;
             }
         };
+        // Known crawler shapes first (their keys would not name one of our entities).
+        if let Some((entity, record)) = super::nghuyong::map(&object) {
+            emit(Item::Record {
+                line,
+                entity,
+                record,
+            });
+            continue;
+        }
         let Some(entity) = entity_from_fields(object.keys().map(String::as_str)) else {
             emit(reject(Reject::UnknownRecord, text));
             continue;

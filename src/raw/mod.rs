@@ -13,6 +13,7 @@
 //!   record can be found with `sed -n Np` on the decompressed file.
 
 pub mod canonical;
+pub mod nghuyong;
 
 use std::io::{self, BufRead, BufReader, Read};
 
