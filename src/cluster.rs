@@ -77,6 +77,11 @@ impl ClusterPaths {
         self.state.join("cluster.log")
     }
 
+    /// The pid a running cluster watches (it stops when that process exits).
+    fn watch_file(&self) -> PathBuf {
+        self.state.join("cluster.watch")
+    }
+
     fn ready_file(&self) -> PathBuf {
         self.state.join("cluster.out")
     }
@@ -122,6 +127,12 @@ fn read_pid(paths: &ClusterPaths) -> Option<u32> {
         .filter(|&pid| pid_alive(pid))
 }
 
+fn watched_pid(paths: &ClusterPaths) -> Option<u32> {
+    fs::read_to_string(paths.watch_file())
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
 pub fn status(paths: &ClusterPaths) -> Status {
     Status {
         hdfs: port_answers(NAMENODE_PORT),
@@ -164,7 +175,16 @@ pub struct UpOutcome {
 
 /// Starts the cluster unless it already runs; returns once it is ready.
 pub fn up(paths: &ClusterPaths, options: &UpOptions) -> Result<UpOutcome> {
-    let now = status(paths);
+    // A cluster that is stopping (its JVM shuts the mini clusters down) or starting holds
+    // some ports but not all for a while: wait for it to settle before deciding.
+    let settle_deadline = Instant::now() + Duration::from_secs(90);
+    let mut now = status(paths);
+    // A cluster whose watched process is gone is about to stop: do not reuse it.
+    let doomed = |now: &Status| now.any_up() && watched_pid(paths).is_some_and(|p| !pid_alive(p));
+    while ((now.any_up() && !now.all_up()) || doomed(&now)) && Instant::now() < settle_deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        now = status(paths);
+    }
     if now.all_up() {
         return Ok(UpOutcome {
             pid: now.pid,
@@ -199,8 +219,11 @@ pub fn up(paths: &ClusterPaths, options: &UpOptions) -> Result<UpOutcome> {
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(log);
+    let _ = fs::remove_file(paths.watch_file());
     if let Some(pid) = options.watch_pid {
         cmd.arg("--watch-pid").arg(pid.to_string());
+        fs::write(paths.watch_file(), format!("{pid}\n"))
+            .map_err(|e| io_err("write", &paths.watch_file(), e))?;
     }
     {
         use std::os::unix::process::CommandExt;

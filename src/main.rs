@@ -12,6 +12,16 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader of our output goes away
+    // (`weibo-etl fs cat ... | head`): Rust ignores SIGPIPE by default, which turns a closed
+    // pipe into a panic in println!.
+    // SAFETY: called first thing, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        let _ = nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGPIPE,
+            nix::sys::signal::SigHandler::SigDfl,
+        );
+    }
     let cli = match cmd::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

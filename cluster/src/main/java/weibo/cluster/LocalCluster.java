@@ -191,6 +191,19 @@ public final class LocalCluster {
   private static void shutdown(HBaseTestingUtility util) {
     stopping = true;
     log("shutting down");
+    // The mini clusters' orderly shutdown can take minutes (ZooKeeper waits, WAL cleaners);
+    // the data dir is wiped at every start anyway, so past a grace period just halt.
+    Thread watchdog = new Thread(() -> {
+      try {
+        TimeUnit.SECONDS.sleep(15);
+      } catch (InterruptedException ignored) {
+        return;
+      }
+      log("shutdown grace period over; halting");
+      Runtime.getRuntime().halt(0);
+    }, "shutdown-watchdog");
+    watchdog.setDaemon(true);
+    watchdog.start();
     try {
       util.shutdownMiniCluster();
     } catch (Exception e) {
