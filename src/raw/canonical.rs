@@ -1,6 +1,7 @@
 //! Our own canonical raw format (§1 of the raw-format spec): CSV with a header naming the
 //! canonical fields of one entity, or JSON lines whose keys are those fields. The JSON lines
-//! reader also maps nghuyong WeiboSpider records (see [`super::nghuyong`]), detected per record.
+//! reader also maps nghuyong WeiboSpider records (see [`super::nghuyong`]), detected per record;
+//! the CSV reader also maps weiboSpider post files (see [`super::weibospider`]) by header.
 //!
 //! Invariants: every physical CSV record and every non-blank JSON line becomes exactly one
 //! [`Item`]; a CSV row with a different field count than its header is rejected as
@@ -34,7 +35,14 @@ pub fn read_csv(
         .flexible(true)
         .from_reader(reader);
     let mut record = ByteRecord::new();
-    let mut header: Option<(ByteRecord, Option<Entity>, Vec<Option<usize>>)> = None;
+    // (header record, entity, column -> field, fields taken from the path)
+    type Header = (
+        ByteRecord,
+        Option<Entity>,
+        Vec<Option<usize>>,
+        Vec<(usize, String)>,
+    );
+    let mut header: Option<Header> = None;
     loop {
         let line = csv.position().line() + 1;
         match csv.read_byte_record(&mut record) {
@@ -54,7 +62,7 @@ pub fn read_csv(
             }
         }
         let line = record.position().map_or(line, |p| p.line());
-        let Some((head, entity, mapping)) = &header else {
+        let Some((head, entity, mapping, constants)) = &header else {
             let names: Vec<String> = record
                 .iter()
                 .map(|f| {
@@ -64,13 +72,17 @@ pub fn read_csv(
                         .to_string()
                 })
                 .collect();
+            if let Some(m) = super::weibospider::header(&names, path) {
+                header = Some((record.clone(), Some(m.entity), m.mapping, m.constants));
+                continue;
+            }
             let entity = entity_from_fields(names.iter().map(String::as_str))
                 .or_else(|| entity_from_path(path));
             let mapping = names
                 .iter()
                 .map(|n| entity.and_then(|e| e.field_index(n)))
                 .collect();
-            header = Some((record.clone(), entity, mapping));
+            header = Some((record.clone(), entity, mapping, Vec::new()));
             continue;
         };
         let Some(entity) = *entity else {
@@ -96,6 +108,9 @@ pub fn read_csv(
             continue;
         }
         let mut raw = RawRecord::new(entity);
+        for (i, value) in constants {
+            raw.set_index(*i, value);
+        }
         let mut bad_encoding = false;
         for (value, target) in record.iter().zip(mapping) {
             if let Some(i) = target {

@@ -14,6 +14,7 @@
 
 pub mod canonical;
 pub mod nghuyong;
+pub mod weibospider;
 
 use std::io::{self, BufRead, BufReader, Read};
 
