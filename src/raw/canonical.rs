@@ -35,12 +35,13 @@ pub fn read_csv(
         .flexible(true)
         .from_reader(reader);
     let mut record = ByteRecord::new();
-    // (header record, entity, column -> field, fields taken from the path)
+    // (header record, entity, column -> field, fields taken from the path, short rows fine)
     type Header = (
         ByteRecord,
         Option<Entity>,
         Vec<Option<usize>>,
         Vec<(usize, String)>,
+        bool,
     );
     let mut header: Option<Header> = None;
     loop {
@@ -62,7 +63,7 @@ pub fn read_csv(
             }
         }
         let line = record.position().map_or(line, |p| p.line());
-        let Some((head, entity, mapping, constants)) = &header else {
+        let Some((head, entity, mapping, constants, short_rows_ok)) = &header else {
             let names: Vec<String> = record
                 .iter()
                 .map(|f| {
@@ -72,8 +73,17 @@ pub fn read_csv(
                         .to_string()
                 })
                 .collect();
-            if let Some(m) = super::weibospider::header(&names, path) {
-                header = Some((record.clone(), Some(m.entity), m.mapping, m.constants));
+            let crawler = super::weibospider::header(&names, path)
+                .or_else(|| super::weibospider::crawler_header(&names, path));
+            if let Some(m) = crawler {
+                let known = Some(m.entity);
+                header = Some((
+                    record.clone(),
+                    known,
+                    m.mapping,
+                    m.constants,
+                    m.short_rows_ok,
+                ));
                 continue;
             }
             let entity = entity_from_fields(names.iter().map(String::as_str))
@@ -82,7 +92,7 @@ pub fn read_csv(
                 .iter()
                 .map(|n| entity.and_then(|e| e.field_index(n)))
                 .collect();
-            header = Some((record.clone(), entity, mapping, Vec::new()));
+            header = Some((record.clone(), entity, mapping, Vec::new(), false));
             continue;
         };
         let Some(entity) = *entity else {
@@ -98,7 +108,8 @@ pub fn read_csv(
             emit(Item::RepeatedHeader { line, entity });
             continue;
         }
-        if record.len() != head.len() {
+        let short_but_fine = *short_rows_ok && record.len() < head.len() && record.len() > 1;
+        if record.len() != head.len() && !short_but_fine {
             emit(Item::Rejected {
                 line,
                 entity: Some(entity),
