@@ -151,8 +151,12 @@ fn sample_round_trip_counts_queries_happybase_and_rerun() {
         followers_of(1195230310)
     );
     let post = query(&["post", "4973000000000001"]);
-    assert_eq!(post["result"]["cells"]["count:reposts"], 2);
-    assert_eq!(post["result"]["cells"]["count:comments"], 1);
+    let first: i64 = 4973000000000001;
+    let reposts_of_first = posts.iter().filter(|p| p["retweet_mid"] == first).count();
+    let comments_on_first = comments.iter().filter(|c| c["mid"] == first).count();
+    assert!(reposts_of_first >= 2 && comments_on_first >= 1);
+    assert_eq!(post["result"]["cells"]["count:reposts"], reposts_of_first);
+    assert_eq!(post["result"]["cells"]["count:comments"], comments_on_first);
     let timeline = query(&["timeline", "1669879400", "--limit", "3"]);
     let times: Vec<i64> = timeline["result"]
         .as_array()
