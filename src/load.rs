@@ -22,8 +22,6 @@ use std::time::{Duration, Instant};
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{Int64Type, TimestampMillisecondType};
-use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -31,6 +29,7 @@ use crate::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
 use crate::hbase::{Connection, Put, Timeouts};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 use crate::keys::{self, Relation};
+use crate::partition;
 
 /// The tables `load` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
@@ -326,28 +325,6 @@ fn opt(a: Option<&arrow::array::Int64Array>, i: usize) -> Option<i64> {
     a.filter(|a| !a.is_null(i)).map(|a| a.value(i))
 }
 
-fn read_batches(
-    fs: &FileSystems,
-    file: &FileEntry,
-    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
-) -> Result<()> {
-    let bytes = Bytes::from(fs.read_to_vec(&file.location)?);
-    let bad = |e: String| Error::BadInput {
-        path: file.location.to_string(),
-        line: 0,
-        reason: e,
-    };
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| bad(e.to_string()))?
-        .with_batch_size(8192)
-        .build()
-        .map_err(|e| bad(e.to_string()))?;
-    for batch in reader {
-        f(&batch.map_err(|e| bad(e.to_string()))?)?;
-    }
-    Ok(())
-}
-
 /// Absolute counters computed from the cleaned data.
 #[derive(Default)]
 struct Counters {
@@ -365,25 +342,13 @@ fn partition_files(
     entity: &str,
     date: &str,
 ) -> Result<Vec<FileEntry>> {
-    let dir = root.join(entity).join(&format!("dt={date}"));
-    if !fs.exists(&dir.join("_SUCCESS"))? {
-        return Ok(Vec::new());
-    }
-    Ok(fs
-        .list(&dir, false)?
-        .into_iter()
-        .filter(|e| {
-            e.location
-                .file_name()
-                .is_some_and(|n| n.ends_with(".parquet"))
-        })
-        .collect())
+    partition::committed_parts(fs, &root.join(entity).join(&format!("dt={date}")))
 }
 
 fn compute_counters(fs: &FileSystems, files: &BTreeMap<&str, Vec<FileEntry>>) -> Result<Counters> {
     let mut c = Counters::default();
     for f in &files["users"] {
-        read_batches(fs, f, &mut |b| {
+        partition::read_parquet(fs, f, &mut |b| {
             let uid = i64_col(b, "uid").expect("uid");
             for i in 0..b.num_rows() {
                 c.users.entry(uid.value(i)).or_default();
@@ -395,7 +360,7 @@ fn compute_counters(fs: &FileSystems, files: &BTreeMap<&str, Vec<FileEntry>>) ->
         })?;
     }
     for f in &files["follows"] {
-        read_batches(fs, f, &mut |b| {
+        partition::read_parquet(fs, f, &mut |b| {
             let (a, e) = (
                 i64_col(b, "follower").expect("follower"),
                 i64_col(b, "followee").expect("followee"),
@@ -409,7 +374,7 @@ fn compute_counters(fs: &FileSystems, files: &BTreeMap<&str, Vec<FileEntry>>) ->
     }
     let mut retweets: Vec<i64> = Vec::new();
     for f in &files["posts"] {
-        read_batches(fs, f, &mut |b| {
+        partition::read_parquet(fs, f, &mut |b| {
             let mid = i64_col(b, "mid").expect("mid");
             let uid = i64_col(b, "uid");
             let created = ts_col(b, "created_at").expect("created_at");
@@ -437,7 +402,7 @@ fn compute_counters(fs: &FileSystems, files: &BTreeMap<&str, Vec<FileEntry>>) ->
         }
     }
     for f in &files["comments"] {
-        read_batches(fs, f, &mut |b| {
+        partition::read_parquet(fs, f, &mut |b| {
             let mid = i64_col(b, "mid").expect("mid");
             for i in 0..b.num_rows() {
                 if let Some(p) = c.posts.get_mut(&mid.value(i)) {
@@ -485,12 +450,30 @@ pub fn write_with(
     let started = Instant::now();
     let ts = cell_timestamp(&options.date)?;
     ensure_tables(options)?;
-    let stats = Mutex::new(WriterStats::default());
     let mut report = LoadReport {
         cell_timestamp: ts,
+        units_done: 1,
         ..LoadReport::default()
     };
-    std::thread::scope(|scope| -> Result<()> {
+    with_writers(options, ts, started, &mut report, &mut |router| {
+        produce(&mut |t, p| router.put(t, p)).and_then(|_| router.flush())
+    })?;
+    Ok(report)
+}
+
+/// Runs `body` with `options.writers` writer threads behind a [`Router`], then joins them
+/// (a writer's own error, say an unreachable gateway, explains a "writer stopped" seen by the
+/// router better than that message does) and fills the report's put counts and throughput.
+fn with_writers(
+    options: &LoadOptions,
+    ts: i64,
+    started: Instant,
+    report: &mut LoadReport,
+    body: &mut dyn FnMut(&mut Router) -> Result<()>,
+) -> Result<()> {
+    let stats = Mutex::new(WriterStats::default());
+    let mut rows_by_table = BTreeMap::new();
+    let outcome = std::thread::scope(|scope| -> Result<()> {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for _ in 0..options.writers.max(1) {
@@ -504,12 +487,8 @@ pub fn write_with(
             regions: options.regions,
             rows_by_table: BTreeMap::new(),
         };
-        let result = produce(&mut |t, p| router.put(t, p)).and_then(|_| router.flush());
-        report.rows_by_table = router
-            .rows_by_table
-            .iter()
-            .map(|(t, n)| (t.name().to_string(), *n))
-            .collect();
+        let result = body(&mut router);
+        rows_by_table = std::mem::take(&mut router.rows_by_table);
         drop(router);
         let mut writer_error = None;
         for h in handles {
@@ -531,17 +510,20 @@ pub fn write_with(
             Some(e) => Err(e),
             None => result,
         }
-    })?;
+    });
+    report.rows_by_table = rows_by_table
+        .iter()
+        .map(|(t, n)| (t.name().to_string(), *n))
+        .collect();
     let s = stats.into_inner().unwrap_or_else(|p| p.into_inner());
     report.rows = s.rows;
     report.bytes = s.bytes;
     report.batches = s.batches;
     report.retries = s.retries;
-    report.units_done = 1;
     report.seconds = started.elapsed().as_secs_f64();
     report.rows_per_s = report.rows as f64 / report.seconds.max(1e-9);
     report.mb_per_s = report.bytes as f64 / 1e6 / report.seconds.max(1e-9);
-    Ok(report)
+    outcome
 }
 
 /// Runs the load.
@@ -582,27 +564,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
 
     let counters = compute_counters(fs, &files)?;
     let wants = |t: Table| options.tables.contains(&t);
-    let stats = Mutex::new(WriterStats::default());
     let mut report = LoadReport {
         cell_timestamp: ts,
         ..LoadReport::default()
     };
-
     let unresolved_mentions = std::sync::atomic::AtomicU64::new(0);
-    std::thread::scope(|scope| -> Result<()> {
-        let mut senders = Vec::new();
-        let mut handles = Vec::new();
-        for _ in 0..options.writers.max(1) {
-            let (tx, rx) = sync_channel::<Msg>(4096);
-            senders.push(tx);
-            let stats = &stats;
-            handles.push(scope.spawn(move || writer_loop(rx, options, ts, stats)));
-        }
-        let mut router = Router {
-            senders,
-            regions: options.regions,
-            rows_by_table: BTreeMap::new(),
-        };
+    {
         let mut units: Vec<(String, Unit<'_>)> = Vec::new();
         let counters = &counters;
         let unresolved = &unresolved_mentions;
@@ -610,7 +577,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             units.push((
                 format!("users:{}", f.location),
                 Box::new(move |r: &mut Router| {
-                    read_batches(fs, &f, &mut |b| {
+                    partition::read_parquet(fs, &f, &mut |b| {
                         let uid = i64_col(b, "uid").expect("uid");
                         for i in 0..b.num_rows() {
                             let u = uid.value(i);
@@ -667,7 +634,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             units.push((
                 format!("posts:{}", f.location),
                 Box::new(move |r: &mut Router| {
-                    read_batches(fs, &f, &mut |b| {
+                    partition::read_parquet(fs, &f, &mut |b| {
                         let mid = i64_col(b, "mid").expect("mid");
                         let created = ts_col(b, "created_at").expect("created_at");
                         for i in 0..b.num_rows() {
@@ -760,7 +727,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             units.push((
                 format!("follows:{}", f.location),
                 Box::new(move |r: &mut Router| {
-                    read_batches(fs, &f, &mut |b| {
+                    partition::read_parquet(fs, &f, &mut |b| {
                         let (a, e) = (
                             i64_col(b, "follower").expect("follower"),
                             i64_col(b, "followee").expect("followee"),
@@ -798,7 +765,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                     if !wants(Table::UserPost) {
                         return Ok(());
                     }
-                    read_batches(fs, &f, &mut |b| {
+                    partition::read_parquet(fs, &f, &mut |b| {
                         let cid = i64_col(b, "cid").expect("cid");
                         let mid = i64_col(b, "mid").expect("mid");
                         let created = ts_col(b, "created_at").expect("created_at");
@@ -859,62 +826,24 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             }),
         ));
 
-        let mut result = Ok(());
-        for (name, unit) in &units {
-            if done.contains(name) {
-                report.units_skipped += 1;
-                continue;
+        let (mut units_done, mut units_skipped) = (0usize, 0usize);
+        with_writers(options, ts, started, &mut report, &mut |router| {
+            for (name, unit) in &units {
+                if done.contains(name) {
+                    units_skipped += 1;
+                    continue;
+                }
+                unit(router).and_then(|_| router.flush())?;
+                done.insert(name.clone());
+                units_done += 1;
+                let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
+                fs.write_atomic(&manifest_loc, &text)?;
             }
-            if let Err(e) = unit(&mut router).and_then(|_| router.flush()) {
-                result = Err(e);
-                break;
-            }
-            done.insert(name.clone());
-            report.units_done += 1;
-            let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
-            if let Err(e) = fs.write_atomic(&manifest_loc, &text) {
-                result = Err(e);
-                break;
-            }
-        }
-        report.rows_by_table = router
-            .rows_by_table
-            .iter()
-            .map(|(t, n)| (t.name().to_string(), *n))
-            .collect();
+            Ok(())
+        })?;
+        report.units_done = units_done;
+        report.units_skipped = units_skipped;
         report.unresolved_mentions = unresolved.load(std::sync::atomic::Ordering::Relaxed);
-        drop(router);
-        // A writer's own error (say, the gateway is unreachable) explains a "writer stopped"
-        // seen by the router better than that message does.
-        let mut writer_error = None;
-        for h in handles {
-            match h.join() {
-                Ok(Err(e)) => {
-                    writer_error.get_or_insert(e);
-                }
-                Err(_) => {
-                    writer_error.get_or_insert(Error::Hbase {
-                        op: "load",
-                        table: "-".into(),
-                        reason: "a writer panicked".into(),
-                    });
-                }
-                Ok(Ok(())) => {}
-            }
-        }
-        match writer_error {
-            Some(e) => Err(e),
-            None => result,
-        }
-    })?;
-
-    let s = stats.into_inner().unwrap_or_else(|p| p.into_inner());
-    report.rows = s.rows;
-    report.bytes = s.bytes;
-    report.batches = s.batches;
-    report.retries = s.retries;
-    report.seconds = started.elapsed().as_secs_f64();
-    report.rows_per_s = report.rows as f64 / report.seconds.max(1e-9);
-    report.mb_per_s = report.bytes as f64 / 1e6 / report.seconds.max(1e-9);
+    }
     Ok(report)
 }

@@ -13,7 +13,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
-use crate::hdfs::{FileSystems, Location};
+use crate::hdfs::{FileEntry, FileSystems, Location};
 
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
@@ -100,4 +100,44 @@ pub fn abandon(fs: &FileSystems, staged: &[Staged]) {
     for s in staged {
         let _ = fs.delete(&s.tmp);
     }
+}
+
+/// The Parquet part files of a committed partition folder; none when it has no `_SUCCESS`
+/// (a partition that is not done is not read).
+pub fn committed_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry>> {
+    if !fs.exists(&dir.join("_SUCCESS"))? {
+        return Ok(Vec::new());
+    }
+    Ok(fs
+        .list(dir, false)?
+        .into_iter()
+        .filter(|e| {
+            e.location
+                .file_name()
+                .is_some_and(|n| n.ends_with(".parquet"))
+        })
+        .collect())
+}
+
+/// Streams the record batches of one Parquet file (read whole: part files are bounded).
+pub fn read_parquet(
+    fs: &FileSystems,
+    file: &FileEntry,
+    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+) -> Result<()> {
+    let bytes = bytes::Bytes::from(fs.read_to_vec(&file.location)?);
+    let bad = |e: String| Error::BadInput {
+        path: file.location.to_string(),
+        line: 0,
+        reason: e,
+    };
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(|e| bad(e.to_string()))?
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| bad(e.to_string()))?;
+    for batch in reader {
+        f(&batch.map_err(|e| bad(e.to_string()))?)?;
+    }
+    Ok(())
 }

@@ -9,14 +9,13 @@ use std::time::Instant;
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{Int64Type, TimestampMillisecondType};
-use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hbase::{Connection, Timeouts};
-use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::hdfs::{FileSystems, Location};
 use crate::keys;
+use crate::partition;
 
 /// What was checked, what differed, and how fast the reads were.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -91,32 +90,11 @@ impl<T: Ord> Sample<T> {
 }
 
 fn batches(fs: &FileSystems, dir: &Location, f: &mut dyn FnMut(&RecordBatch)) -> Result<()> {
-    if !fs.exists(&dir.join("_SUCCESS"))? {
-        return Ok(());
-    }
-    let files: Vec<FileEntry> = fs
-        .list(dir, false)?
-        .into_iter()
-        .filter(|e| {
-            e.location
-                .file_name()
-                .is_some_and(|n| n.ends_with(".parquet"))
-        })
-        .collect();
-    for file in files {
-        let bytes = Bytes::from(fs.read_to_vec(&file.location)?);
-        let bad = |e: String| Error::BadInput {
-            path: file.location.to_string(),
-            line: 0,
-            reason: e,
-        };
-        let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-            .map_err(|e| bad(e.to_string()))?
-            .build()
-            .map_err(|e| bad(e.to_string()))?;
-        for b in reader {
-            f(&b.map_err(|e| bad(e.to_string()))?);
-        }
+    for file in partition::committed_parts(fs, dir)? {
+        partition::read_parquet(fs, &file, &mut |b| {
+            f(b);
+            Ok(())
+        })?;
     }
     Ok(())
 }

@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     output: String,
     /// Logical date of the run: names the dt= partitions
-    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_date)]
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
     /// Input format; auto detects it per file from name, header or first record
     #[arg(long, default_value = "auto", value_parser = parse_format)]
@@ -70,10 +70,6 @@ fn parse_format(s: &str) -> Result<FormatChoice, String> {
                 .collect();
             format!("unknown format {s:?}; one of: auto, {}", names.join(", "))
         })
-}
-
-fn parse_date(s: &str) -> Result<NaiveDate, String> {
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {

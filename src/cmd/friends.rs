@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     output: String,
     /// Logical date of the run: names the dt= partitions
-    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_date)]
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
     /// Memory for packed edges (8 bytes each); above it the run spills hash partitions to disk
     #[arg(long, default_value = "4GiB", value_name = "SIZE", value_parser = parse_size)]
@@ -58,10 +58,6 @@ pub struct Args {
     /// Regions a missing table is pre-split into (with --load)
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
-}
-
-fn parse_date(s: &str) -> Result<NaiveDate, String> {
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {

@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     input: String,
     /// Logical date of the partitions to load
-    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_date)]
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
     /// Tables to write (comma-separated) [default: all]
     #[arg(long, value_delimiter = ',', value_enum)]
@@ -48,23 +48,10 @@ pub struct Args {
     resume: bool,
     /// Block compression of created tables
     #[arg(long, value_enum, default_value = "none")]
-    compression: CompressionArg,
+    compression: Compression,
     /// Checkpoint manifest location [default: <input>/_load/dt=<date>/<namespace>.json]
     #[arg(long, value_name = "URL")]
     checkpoint: Option<String>,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum CompressionArg {
-    None,
-    Gz,
-    Snappy,
-    Lz4,
-    Zstd,
-}
-
-fn parse_date(s: &str) -> Result<NaiveDate, String> {
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -84,13 +71,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         thrift: ctx.global.hbase.clone(),
         admin: ctx.admin_addr(),
         timeouts: ctx.timeouts,
-        compression: match args.compression {
-            CompressionArg::None => Compression::None,
-            CompressionArg::Gz => Compression::Gz,
-            CompressionArg::Snappy => Compression::Snappy,
-            CompressionArg::Lz4 => Compression::Lz4,
-            CompressionArg::Zstd => Compression::Zstd,
-        },
+        compression: args.compression,
         checkpoint: args.checkpoint,
         max_attempts: 6,
     };

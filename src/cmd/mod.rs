@@ -145,6 +145,12 @@ impl Context {
     }
 }
 
+/// `--date` values: a calendar date, `YYYY-MM-DD`.
+pub fn parse_date(s: &str) -> Result<chrono::NaiveDate, String> {
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))
+}
+
 pub fn init_logging(global: &Global) {
     let level = if global.quiet {
         log::LevelFilter::Warn

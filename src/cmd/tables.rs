@@ -48,29 +48,8 @@ enum Action {
         versions: i32,
         /// Block compression
         #[arg(long, value_enum, default_value = "none")]
-        compression: CompressionArg,
+        compression: Compression,
     },
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum CompressionArg {
-    None,
-    Gz,
-    Snappy,
-    Lz4,
-    Zstd,
-}
-
-impl From<CompressionArg> for Compression {
-    fn from(c: CompressionArg) -> Self {
-        match c {
-            CompressionArg::None => Compression::None,
-            CompressionArg::Gz => Compression::Gz,
-            CompressionArg::Snappy => Compression::Snappy,
-            CompressionArg::Lz4 => Compression::Lz4,
-            CompressionArg::Zstd => Compression::Zstd,
-        }
-    }
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -114,7 +93,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                     .map(|f| {
                         FamilySpec::new(f)
                             .versions(versions)
-                            .compression(compression.into())
+                            .compression(compression)
                     })
                     .collect(),
             };

@@ -23,15 +23,11 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     input: String,
     /// Logical date of the partitions that were loaded
-    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_date)]
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
     /// Records to sample per entity (users, posts, follows)
     #[arg(long, default_value_t = 200)]
     sample: usize,
-}
-
-fn parse_date(s: &str) -> Result<NaiveDate, String> {
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {

@@ -23,7 +23,9 @@ use super::{connect_socket, thrift_error, Timeouts};
 use crate::error::{Error, Result};
 
 /// `TCompressionAlgorithm` of the Thrift2 IDL.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
     None,
