@@ -11,10 +11,9 @@ use weibo_etl::clean::job;
 use weibo_etl::clean::values::parse_crawl_time;
 use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
 use weibo_etl::graph::friends::{self, FriendsOptions, Slice};
-use weibo_etl::hbase::admin::Compression;
 use weibo_etl::hbase::Connection;
 use weibo_etl::keys;
-use weibo_etl::load::{self, LoadOptions, Table};
+use weibo_etl::load::{self, Table};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -124,22 +123,7 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         "[4/6] load {} -> HBase namespace '{}' (8 regions per table, 4 writers)",
         args.clean, ctx.global.namespace
     );
-    let options = LoadOptions {
-        input: args.clean.clone(),
-        date: args.date.clone(),
-        namespace: ctx.global.namespace.clone(),
-        tables: Table::ALL.to_vec(),
-        regions: 8,
-        writers: 4,
-        batch_bytes: 1 << 20,
-        resume: false,
-        thrift: ctx.global.hbase.clone(),
-        admin: ctx.admin_addr(),
-        timeouts: ctx.timeouts,
-        compression: Compression::None,
-        checkpoint: None,
-        max_attempts: 6,
-    };
+    let options = ctx.load_options(args.clean.clone(), args.date.clone(), Table::ALL.to_vec());
     let loaded = load::run(&ctx.fs, &options)?;
     for (table, n) in &loaded.rows_by_table {
         println!("      {table:<13} {n:>4} puts");

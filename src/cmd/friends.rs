@@ -4,7 +4,6 @@
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::graph::friends::{self, FriendsOptions, Slice};
-use weibo_etl::hbase::admin::Compression;
 use weibo_etl::hbase::Put;
 use weibo_etl::keys;
 use weibo_etl::load::{self, LoadOptions, Table};
@@ -136,20 +135,12 @@ fn load_hbase(
     report: &mut Report,
 ) -> Result<()> {
     let options = LoadOptions {
-        input: String::new(),
-        date: args.date.format("%Y-%m-%d").to_string(),
-        namespace: ctx.global.namespace.clone(),
-        tables: vec![Table::Friend, Table::User, Table::Follow, Table::Fans],
         regions: args.regions,
-        writers: 4,
-        batch_bytes: 1 << 20,
-        resume: false,
-        thrift: ctx.global.hbase.clone(),
-        admin: ctx.admin_addr(),
-        timeouts: ctx.timeouts,
-        compression: Compression::None,
-        checkpoint: None,
-        max_attempts: 6,
+        ..ctx.load_options(
+            String::new(),
+            args.date.format("%Y-%m-%d").to_string(),
+            vec![Table::Friend, Table::User, Table::Follow, Table::Fans],
+        )
     };
     let whole = slice == Slice::ALL;
     if !whole {

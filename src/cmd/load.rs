@@ -55,25 +55,19 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
+    let tables = if args.tables.is_empty() {
+        Table::ALL.to_vec()
+    } else {
+        args.tables
+    };
     let options = LoadOptions {
-        input: args.input,
-        date: args.date.format("%Y-%m-%d").to_string(),
-        namespace: ctx.global.namespace.clone(),
-        tables: if args.tables.is_empty() {
-            Table::ALL.to_vec()
-        } else {
-            args.tables
-        },
         regions: args.regions,
         writers: args.writers.max(1),
         batch_bytes: args.batch_bytes.max(1),
         resume: args.resume,
-        thrift: ctx.global.hbase.clone(),
-        admin: ctx.admin_addr(),
-        timeouts: ctx.timeouts,
         compression: args.compression,
         checkpoint: args.checkpoint,
-        max_attempts: 6,
+        ..ctx.load_options(args.input, args.date.format("%Y-%m-%d").to_string(), tables)
     };
     let mut report = Report::new("load");
     match load::run(&ctx.fs, &options).context("load failed") {

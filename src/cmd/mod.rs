@@ -135,6 +135,33 @@ impl Context {
             .unwrap_or_else(|| admin::default_admin_addr(&self.global.hbase))
     }
 
+    /// Options for writing HBase through the loader's writers, with the CLI's defaults
+    /// (8 regions, 4 writers, 1 MiB batches, no compression, 6 attempts per batch); callers
+    /// override what their flags set.
+    pub fn load_options(
+        &self,
+        input: String,
+        date: String,
+        tables: Vec<weibo_etl::load::Table>,
+    ) -> weibo_etl::load::LoadOptions {
+        weibo_etl::load::LoadOptions {
+            input,
+            date,
+            namespace: self.global.namespace.clone(),
+            tables,
+            regions: 8,
+            writers: 4,
+            batch_bytes: 1 << 20,
+            resume: false,
+            thrift: self.global.hbase.clone(),
+            admin: self.admin_addr(),
+            timeouts: self.timeouts,
+            compression: weibo_etl::hbase::admin::Compression::None,
+            checkpoint: None,
+            max_attempts: 6,
+        }
+    }
+
     /// Writes the report if `--report` was given, and logs where.
     pub fn finish_report(&self, report: &Report, error: Option<&str>) -> Result<()> {
         if let Some(url) = &self.global.report {
