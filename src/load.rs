@@ -163,7 +163,7 @@ fn writer_loop(
         let n = rows.len() as u64;
         let mut attempt = 0;
         loop {
-            match conn.put(&full, rows.clone(), ts) {
+            match conn.put(&full, &rows, ts) {
                 Ok(()) => break,
                 Err(e) if e.is_transient() && attempt + 1 < options.max_attempts => {
                     attempt += 1;

@@ -91,7 +91,7 @@ fn puts_10000_rows_in_batches_and_reads_every_one_back() {
         })
         .collect();
     for batch in rows.chunks(500) {
-        conn.put(&name, batch.to_vec(), ts).unwrap();
+        conn.put(&name, batch, ts).unwrap();
     }
 
     // Full scan: every row once, values and timestamps as written.
@@ -140,7 +140,7 @@ fn puts_10000_rows_in_batches_and_reads_every_one_back() {
     assert!(bucket.iter().all(|r| r.key.starts_with(&prefix)));
 
     // Rewriting the same batch with the same timestamp adds no versions and no rows.
-    conn.put(&name, rows[..100].to_vec(), ts).unwrap();
+    conn.put(&name, &rows[..100], ts).unwrap();
     assert_eq!(conn.count_rows(&name).unwrap(), 10_000);
 }
 
@@ -160,7 +160,7 @@ fn happybase_reads_rows_we_wrote() {
                 .cell("count:followers", (id * 1000).to_be_bytes().to_vec())
         })
         .collect();
-    conn.put(&name, rows, 1_700_000_000_000).unwrap();
+    conn.put(&name, &rows, 1_700_000_000_000).unwrap();
 
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),

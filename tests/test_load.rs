@@ -37,9 +37,10 @@ fn table_digest(conn: &mut Connection, table: &str) -> (u64, String) {
     (n, format!("{:x}", h.finalize()))
 }
 
-fn load(input: &Path, ns: &str, extra: &[&str]) -> std::process::Output {
-    run(bin()
-        .args(["-q", "--namespace", ns, "load", "--input"])
+/// `load` of `input` into `ns`, small batches so several units and batches are in play.
+fn load_cmd(input: &Path, ns: &str) -> std::process::Command {
+    let mut cmd = bin();
+    cmd.args(["-q", "--namespace", ns, "load", "--input"])
         .arg(input)
         .args([
             "--date",
@@ -50,8 +51,12 @@ fn load(input: &Path, ns: &str, extra: &[&str]) -> std::process::Output {
             "3",
             "--batch-bytes",
             "2000",
-        ])
-        .args(extra))
+        ]);
+    cmd
+}
+
+fn load(input: &Path, ns: &str, extra: &[&str]) -> std::process::Output {
+    run(load_cmd(input, ns).args(extra))
 }
 
 #[test]
@@ -236,7 +241,7 @@ fn sample_round_trip_counts_queries_happybase_and_rerun() {
     // ...and a cell changed behind the loader's back is caught.
     conn.put(
         &format!("{ns}:user"),
-        vec![
+        &[
             weibo_etl::hbase::Put::new(weibo_etl::keys::user_key(1669879400))
                 .cell("info:screen_name", "tampered"),
         ],
@@ -305,19 +310,7 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
         .join("_load")
         .join(format!("dt={DATE}"))
         .join(format!("{victim}.json"));
-    let mut child = bin()
-        .args(["-q", "--namespace", &victim, "load", "--input"])
-        .arg(&clean)
-        .args([
-            "--date",
-            DATE,
-            "--regions",
-            "4",
-            "--writers",
-            "3",
-            "--batch-bytes",
-            "2000",
-        ])
+    let mut child = load_cmd(&clean, &victim)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

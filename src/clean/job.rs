@@ -373,9 +373,9 @@ pub fn run(
     }
 
     // The budget is checked before anything is written, so a failed run leaves no output.
+    report.seconds = started.elapsed().as_secs_f64();
     if let Some(err) = budget_error(&report, options.max_reject_ratio) {
-        report.seconds = started.elapsed().as_secs_f64();
-        return Err(with_report(err, report));
+        return Err(err);
     }
 
     // Pass 2: dedupe and write each entity's partition; users first, for dangling counts.
@@ -434,31 +434,6 @@ pub fn run(
         0.0
     };
     Ok(report)
-}
-
-fn with_report(err: CleanError, report: CleanReport) -> CleanError {
-    match err {
-        CleanError::RejectBudget {
-            entity,
-            rejected,
-            records_in,
-            ratio,
-            budget,
-            dominant,
-            dominant_count,
-            ..
-        } => CleanError::RejectBudget {
-            entity,
-            rejected,
-            records_in,
-            ratio,
-            budget,
-            dominant,
-            dominant_count,
-            report: Box::new(report),
-        },
-        other => other,
-    }
 }
 
 /// The first entity over the budget, if any. Unattributed records (unknown formats) are

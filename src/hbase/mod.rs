@@ -178,18 +178,18 @@ impl Put {
                 .sum::<usize>()
     }
 
-    fn into_thrift(self) -> BatchMutation {
+    fn to_thrift(&self) -> BatchMutation {
         let mutations: Vec<Mutation> = self
             .cells
-            .into_iter()
+            .iter()
             .map(|(column, value)| Mutation {
                 is_delete: Some(false),
-                column: Some(column),
-                value: Some(value),
+                column: Some(column.clone()),
+                value: Some(value.clone()),
                 write_to_w_a_l: Some(true),
             })
             .collect();
-        BatchMutation::new(self.key, mutations)
+        BatchMutation::new(self.key.clone(), mutations)
     }
 }
 
@@ -271,12 +271,13 @@ impl Connection {
 
     /// Writes a batch of rows in one `mutateRowsTs` call (one `Table.put(List)` on the
     /// server). Every cell gets `timestamp`, so rewriting the same batch replaces the same
-    /// cells instead of adding versions.
-    pub fn put(&mut self, table: &str, rows: Vec<Put>, timestamp: i64) -> Result<()> {
+    /// cells instead of adding versions. Borrows the rows, so a caller can retry the same
+    /// batch without keeping a copy of it.
+    pub fn put(&mut self, table: &str, rows: &[Put], timestamp: i64) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
-        let batch = rows.into_iter().map(Put::into_thrift).collect();
+        let batch = rows.iter().map(Put::to_thrift).collect();
         let res = self.client.mutate_rows_ts(
             table.as_bytes().to_vec(),
             batch,
