@@ -423,13 +423,49 @@ impl FileSystems {
         }
     }
 
-    /// Reads a whole (small) file into memory.
+    /// Reads a whole file into memory, in one allocation of its size.
     pub fn read_to_vec(&self, location: &Location) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
-        self.open(location)?
-            .read_to_end(&mut buf)
-            .map_err(|e| io_error("read", location, e))?;
-        Ok(buf)
+        match location {
+            Location::Hdfs { authority, path } => {
+                let reader = self
+                    .client(authority)?
+                    .read(path)
+                    .map_err(|e| hdfs_error("open", location, e))?;
+                let mut buf = vec![0u8; reader.file_length()];
+                reader
+                    .read_range_buf(&mut buf, 0)
+                    .map_err(|e| hdfs_error("read", location, e))?;
+                Ok(buf)
+            }
+            Location::Local(p) => fs::read(p).map_err(|e| io_error("read", location, e)),
+        }
+    }
+
+    /// Opens a file for reads at any offset (Parquet readers fetch only the footer and the
+    /// column chunks they need).
+    pub fn open_random(&self, location: &Location) -> Result<RandomAccessFile> {
+        let inner = match location {
+            Location::Hdfs { authority, path } => RandomAccess::Hdfs(Box::new(
+                self.client(authority)?
+                    .read(path)
+                    .map_err(|e| hdfs_error("open", location, e))?,
+            )),
+            Location::Local(p) => {
+                RandomAccess::Local(fs::File::open(p).map_err(|e| io_error("open", location, e))?)
+            }
+        };
+        let len = match &inner {
+            RandomAccess::Hdfs(r) => r.file_length() as u64,
+            RandomAccess::Local(f) => f
+                .metadata()
+                .map_err(|e| io_error("stat", location, e))?
+                .len(),
+        };
+        Ok(RandomAccessFile {
+            inner,
+            len,
+            location: location.clone(),
+        })
     }
 
     /// Starts writing `location` under a hidden temporary name; see [`AtomicFile`].
@@ -678,6 +714,42 @@ impl Drop for AtomicFile {
                 }
             }
             let _ = self.fs.delete(&self.tmp);
+        }
+    }
+}
+
+/// A file opened for positioned reads, on HDFS or local disk; see [`FileSystems::open_random`].
+pub struct RandomAccessFile {
+    inner: RandomAccess,
+    len: u64,
+    location: Location,
+}
+
+enum RandomAccess {
+    Hdfs(Box<hdfs_native::sync::FileReader>),
+    Local(fs::File),
+}
+
+impl RandomAccessFile {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// Fills `buf` from `offset`; reading past the end is an error.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        match &self.inner {
+            RandomAccess::Hdfs(r) => r
+                .read_range_buf(buf, offset as usize)
+                .map_err(|e| io::Error::other(e.to_string())),
+            RandomAccess::Local(f) => std::os::unix::fs::FileExt::read_exact_at(f, buf, offset),
         }
     }
 }

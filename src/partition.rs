@@ -5,6 +5,10 @@
 //! partition, nothing (for the instant between delete and rename), or the new complete one
 //! with its `_SUCCESS`; never half of one. Staged folders of a failed run are removed, and
 //! are hidden (`_` prefix) in any case.
+//!
+//! Reading goes through [`open_parquet`]: positioned reads of the footer and of the column
+//! chunks a projection needs, so a reader never holds a whole file and on HDFS fetches only
+//! the columns it decodes.
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -13,7 +17,14 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use crate::error::{Error, Result};
-use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::hdfs::{FileEntry, FileSystems, Location, RandomAccessFile};
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
 
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
@@ -119,20 +130,76 @@ pub fn committed_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry
         .collect())
 }
 
-/// Streams the record batches of one Parquet file (read whole: part files are bounded).
+/// A Parquet file on HDFS or local disk, read by position.
+#[derive(Clone)]
+pub struct ParquetFile(Arc<RandomAccessFile>);
+
+impl Length for ParquetFile {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+/// A sequential reader from an offset of a [`ParquetFile`].
+pub struct ParquetFileRead {
+    file: ParquetFile,
+    position: u64,
+}
+
+impl std::io::Read for ParquetFileRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.file.0.len().saturating_sub(self.position);
+        let n = (buf.len() as u64).min(left) as usize;
+        self.file.0.read_exact_at(&mut buf[..n], self.position)?;
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+impl ChunkReader for ParquetFile {
+    type T = ParquetFileRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<ParquetFileRead> {
+        Ok(ParquetFileRead {
+            file: self.clone(),
+            position: start,
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let mut buf = vec![0u8; length];
+        self.0
+            .read_exact_at(&mut buf, start)
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        Ok(Bytes::from(buf))
+    }
+}
+
+/// Opens a Parquet file for decoding (its footer is read here; data pages on demand).
+pub fn open_parquet(
+    fs: &FileSystems,
+    file: &FileEntry,
+) -> Result<ParquetRecordBatchReaderBuilder<ParquetFile>> {
+    let source = ParquetFile(Arc::new(fs.open_random(&file.location)?));
+    ParquetRecordBatchReaderBuilder::try_new(source).map_err(|e| Error::BadInput {
+        path: file.location.to_string(),
+        line: 0,
+        reason: format!("not a Parquet file: {e}"),
+    })
+}
+
+/// Streams the record batches of one Parquet file.
 pub fn read_parquet(
     fs: &FileSystems,
     file: &FileEntry,
     f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
-    let bytes = bytes::Bytes::from(fs.read_to_vec(&file.location)?);
     let bad = |e: String| Error::BadInput {
         path: file.location.to_string(),
         line: 0,
         reason: e,
     };
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| bad(e.to_string()))?
+    let reader = open_parquet(fs, file)?
         .with_batch_size(8192)
         .build()
         .map_err(|e| bad(e.to_string()))?;

@@ -12,6 +12,15 @@ use serde_json::{Map, Value};
 use crate::error::Result;
 use crate::hdfs::FileSystems;
 
+/// The process's peak resident memory so far (Linux `VmHWM`), for reports and debug logs:
+/// operators size machines by it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// A job's report under construction.
 #[derive(Debug)]
 pub struct Report {
@@ -50,6 +59,9 @@ impl Report {
             "seconds".into(),
             Value::from((self.seconds() * 1000.0).round() / 1000.0),
         );
+        if let Some(bytes) = peak_rss_bytes() {
+            doc.insert("peak_rss_mb".into(), Value::from(bytes / 1_000_000));
+        }
         doc.insert("ok".into(), Value::from(error.is_none()));
         if let Some(e) = error {
             doc.insert("error".into(), Value::from(e));

@@ -108,14 +108,23 @@ fn random_graph(seed: u64, users: i64, edges: usize, reciprocal: f64, base: i64)
     while out.len() < edges {
         let a = base + (next() % users as u64) as i64;
         let b = base + (next() % users as u64) as i64;
-        let t = (next() % 4 != 0).then(|| 1_300_000_000_000 + (next() % 400_000_000_000) as i64);
+        // Times as crawlers give them (whole seconds), and some the compact time code cannot
+        // hold (milliseconds, before 1970) so the exact side list is exercised too.
+        let t = match next() % 8 {
+            0 | 1 => None,
+            2 => Some(1_300_000_000_000 + (next() % 400_000_000_000) as i64),
+            3 => Some(-((next() % 1_000_000) as i64) * 1000),
+            _ => Some(1_300_000_000_000 + (next() % 400_000_000) as i64 * 1000),
+        };
         out.push((a, b, t));
         let r = next() % 1000;
         if (r as f64) < reciprocal * 1000.0 {
             out.push((
                 b,
                 a,
-                (next() % 4 != 0).then(|| 1_300_000_000_000 + (next() % 1000) as i64),
+                (next() % 4 != 0).then(|| {
+                    1_300_000_000_000 + (next() % 1000) as i64 * [1, 1000][(next() % 2) as usize]
+                }),
             ));
         }
         if r % 17 == 0 {

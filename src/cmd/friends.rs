@@ -41,7 +41,7 @@ pub struct Args {
     /// Logical date of the run: names the dt= partitions
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
-    /// Memory for packed edges (8 bytes each); above it the run spills hash partitions to disk
+    /// Memory for packed edges (12 bytes each); above it the run spills hash partitions to disk
     #[arg(long, default_value = "4GiB", value_name = "SIZE", value_parser = parse_size)]
     memory_budget: u64,
     /// Only the pairs whose hash bucket is i of N, for splitting the job across machines
@@ -74,7 +74,11 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         spill_dir: args.spill_dir.clone(),
     };
     let result = friends::run(&ctx.fs, &args.inputs, &options).context("computing friends");
-    log::debug!("friends: computed in {:.2}s", report.seconds());
+    log::debug!(
+        "friends: computed in {:.2}s, peak {} MB",
+        report.seconds(),
+        weibo_etl::report::peak_rss_bytes().unwrap_or(0) >> 20
+    );
     let mut result = match result {
         Ok(r) => r,
         Err(e) => {

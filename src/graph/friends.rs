@@ -4,8 +4,11 @@
 //! with direction bits (1: the small id follows the large one, 2: the reverse, 3: friends).
 //! In batch that becomes a sort: every edge is packed into one `u64`,
 //! `pair << 1 | direction`, where `pair` is `small << 32 | large` over 31/32-bit user codes
-//! and `direction` is 0 when the small id follows the large one. After `par_sort_unstable`
-//! the two directions of a pair sit side by side; equal neighbours are duplicate edges.
+//! and `direction` is 0 when the small id follows the large one. Beside the key travels the
+//! follow time in 32 bits (whole seconds; other times are kept exactly on a side list), so an
+//! edge is 12 bytes and the input is decoded once. After the sort the two directions of a
+//! pair sit side by side, equal neighbours are duplicate edges, and one scan yields the pairs
+//! with their `since`.
 //!
 //! User codes are the ids themselves when every id is below 2^31 (checked from the input),
 //! else ranks in the sorted set of distinct ids (a dictionary built in a first pass); either
@@ -21,7 +24,7 @@
 //! earliest known time).
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -29,7 +32,6 @@ use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecond
 use arrow::datatypes::{
     DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMillisecondType,
 };
-use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
@@ -37,13 +39,12 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::partition::ParquetFile;
 
 /// No follow time known.
 const NO_TIME: i64 = i64::MIN;
 /// Largest code that fits the small side of a pair (31 bits).
 const MAX_DIRECT_ID: i64 = (1 << 31) - 1;
-/// Bytes per packed edge held while sorting.
-const BYTES_PER_EDGE: u64 = 8;
 
 /// Which slice of the pair space a run handles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,11 +145,24 @@ impl Coder {
     }
 }
 
-/// One chunk of edges as read: follower, followee, follow time (or [`NO_TIME`]).
+/// One chunk of edges as read: the follower/followee columns and, when asked for, the
+/// follow times (Arrow arrays, so no copy is made).
 struct EdgeChunk {
-    follower: Vec<i64>,
-    followee: Vec<i64>,
-    time: Vec<i64>,
+    follower: Int64Array,
+    followee: Int64Array,
+    time: Option<TimestampMillisecondArray>,
+}
+
+impl EdgeChunk {
+    fn len(&self) -> usize {
+        self.follower.len()
+    }
+
+    fn time(&self, i: usize) -> Option<i64> {
+        self.time
+            .as_ref()
+            .and_then(|t| t.is_valid(i).then(|| t.value(i)))
+    }
 }
 
 /// Reads the follower/followee/followed_at columns of the input Parquet files, chunk by chunk.
@@ -164,21 +178,16 @@ struct FileMeta {
 }
 
 impl Input {
-    fn open(&self, file: &FileEntry) -> Result<ParquetRecordBatchReaderBuilder<Bytes>> {
-        let bytes = Bytes::from(self.fs.read_to_vec(&file.location)?);
-        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| Error::BadInput {
-            path: file.location.to_string(),
-            line: 0,
-            reason: format!("not a follows Parquet file: {e}"),
-        })
+    fn open(&self, file: &FileEntry) -> Result<ParquetRecordBatchReaderBuilder<ParquetFile>> {
+        crate::partition::open_parquet(&self.fs, file)
     }
 
-    /// Rows and id range of a file from its footer alone (no data pages decoded).
+    /// Rows and id range of a file from its footer alone (the data pages are not read).
     fn meta(&self, file: &FileEntry) -> Result<FileMeta> {
         use parquet::file::statistics::Statistics;
         let builder = self.open(file)?;
         let meta = builder.metadata();
-        let schema = builder.parquet_schema();
+        let schema = meta.file_metadata().schema_descr();
         let column = |name: &str| schema.columns().iter().position(|c| c.name() == name);
         let mut range: Option<(i64, i64)> = Some((i64::MAX, i64::MIN));
         for rg in meta.row_groups() {
@@ -201,17 +210,8 @@ impl Input {
         })
     }
 
-    /// Decodes one file's follower/followee/followed_at columns, chunk by chunk.
-    fn file_chunks(
-        &self,
-        file: &FileEntry,
-        f: &mut dyn FnMut(EdgeChunk) -> Result<()>,
-    ) -> Result<()> {
-        self.file_columns(file, true, f)
-    }
-
     /// Decodes follower/followee (and followed_at when `times`), chunk by chunk. Without
-    /// times the chunk's `time` is all [`NO_TIME`]: the widest column is not decompressed.
+    /// times the widest column is not decompressed at all.
     fn file_columns(
         &self,
         file: &FileEntry,
@@ -249,13 +249,6 @@ impl Input {
         }
         Ok(())
     }
-
-    fn for_each(&self, f: &mut dyn FnMut(EdgeChunk) -> Result<()>) -> Result<()> {
-        for file in &self.files {
-            self.file_chunks(file, f)?;
-        }
-        Ok(())
-    }
 }
 
 fn chunk_from_batch(batch: &RecordBatch, path: &Location) -> Result<EdgeChunk> {
@@ -264,7 +257,7 @@ fn chunk_from_batch(batch: &RecordBatch, path: &Location) -> Result<EdgeChunk> {
         line: 0,
         reason: format!("follows Parquet lacks an int64 column {name:?}"),
     };
-    let ids = |name: &str| -> Result<Vec<i64>> {
+    let ids = |name: &str| -> Result<Int64Array> {
         let col = batch.column_by_name(name).ok_or_else(|| missing(name))?;
         let arr = col
             .as_primitive_opt::<Int64Type>()
@@ -276,21 +269,15 @@ fn chunk_from_batch(batch: &RecordBatch, path: &Location) -> Result<EdgeChunk> {
                 reason: format!("null in {name:?}"),
             });
         }
-        Ok(arr.values().to_vec())
-    };
-    let follower = ids("follower")?;
-    let followee = ids("followee")?;
-    let time = match batch
-        .column_by_name("followed_at")
-        .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>())
-    {
-        Some(t) => t.iter().map(|v| v.unwrap_or(NO_TIME)).collect(),
-        None => vec![NO_TIME; follower.len()],
+        Ok(arr.clone())
     };
     Ok(EdgeChunk {
-        follower,
-        followee,
-        time,
+        follower: ids("follower")?,
+        followee: ids("followee")?,
+        time: batch
+            .column_by_name("followed_at")
+            .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>())
+            .cloned(),
     })
 }
 
@@ -358,8 +345,8 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
                 min_id = min_id.min(lo);
                 max_id = max_id.max(hi);
             }
-            None => input.file_chunks(file, &mut |c| {
-                for &id in c.follower.iter().chain(&c.followee) {
+            None => input.file_columns(file, false, &mut |c| {
+                for &id in c.follower.values().iter().chain(c.followee.values()) {
                     min_id = min_id.min(id);
                     max_id = max_id.max(id);
                 }
@@ -381,7 +368,7 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
         }
     }
 
-    let needed = edges_read * BYTES_PER_EDGE;
+    let needed = edges_read * PACKED_EDGE_BYTES as u64;
     let partitions = if needed <= options.memory_budget {
         1
     } else {
@@ -404,23 +391,11 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
         dictionary_encoded: matches!(coder, Coder::Dictionary(_)),
         ..FriendsStats::default()
     };
-    let mut pairs: Vec<(u64, i64)> = Vec::new();
-    if partitions == 1 {
-        pairs = mutual_in_memory(&input, &metas, &coder, options.slice, &mut stats)?;
+    let pairs = if partitions == 1 {
+        mutual_in_memory(&input, &metas, &coder, options.slice, &mut stats)?
     } else {
-        let spill = Spill::create(options.spill_dir.as_deref(), partitions)?;
-        input.for_each(&mut |c| {
-            let (keys, times, selfs) = pack_chunk(&coder, &c, options.slice);
-            stats.self_edges += selfs;
-            spill.append(&keys, &times)
-        })?;
-        spill.finish()?;
-        for p in 0..partitions {
-            let source = |f: &mut KeySink<'_>| spill.read(p, f);
-            pairs.extend(mutual_in(&source, &mut stats)?);
-        }
-        pairs.par_sort_unstable_by_key(|(pair, _)| *pair);
-    }
+        mutual_out_of_core(&input, &coder, options, partitions, &mut stats)?
+    };
 
     stats.mutual_pairs = pairs.len() as u64;
     stats.reciprocity = if stats.distinct_edges > 0 {
@@ -462,28 +437,211 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
     Ok(result)
 }
 
-/// Packs the edges of a chunk that fall in `slice` (self-edges are never friendships: they
-/// are counted and dropped).
-fn pack_chunk(coder: &Coder, c: &EdgeChunk, slice: Slice) -> (Vec<u64>, Vec<i64>, u64) {
-    let mut keys = Vec::with_capacity(c.follower.len());
-    let mut times = Vec::with_capacity(c.follower.len());
-    let mut selfs = 0;
-    for i in 0..c.follower.len() {
-        let (a, b) = (c.follower[i], c.followee[i]);
-        if a == b {
-            selfs += 1;
-        } else if slice.keeps(id_pair(a, b)) {
-            keys.push(pack(coder, a, b));
-            times.push(c.time[i]);
-        }
-    }
-    (keys, times, selfs)
+fn peak_mb() -> u64 {
+    crate::report::peak_rss_bytes().unwrap_or(0) >> 20
 }
 
-/// The in-memory path: files are decoded in parallel straight into one preallocated key
-/// array (sized from the footers, so it never reallocates), sorted in place, scanned for
-/// pairs with both directions; a second parallel pass collects the follow times of the
-/// mutual pairs only.
+/// A follow time in 32 bits: whole seconds since 1970 (what crawlers give), or one of two
+/// markers. Times that do not fit (milliseconds, before 1970, after 2106) are exact in an
+/// [`AsideTimes`] list instead; there are none in crawled data, so the list stays empty.
+const TIME_NONE: u32 = u32::MAX;
+const TIME_ASIDE: u32 = u32::MAX - 1;
+
+fn time_code(ms: Option<i64>) -> u32 {
+    match ms {
+        None => TIME_NONE,
+        Some(ms) if ms % 1000 == 0 && (0..TIME_ASIDE as i64 * 1000).contains(&ms) => {
+            (ms / 1000) as u32
+        }
+        Some(_) => TIME_ASIDE,
+    }
+}
+
+/// An edge while sorting: its packed key and time code, 12 bytes (21 M edges: 253 MB).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, packed(4))]
+struct PackedEdge {
+    key: u64,
+    time: u32,
+}
+
+const PACKED_EDGE_BYTES: usize = std::mem::size_of::<PackedEdge>();
+
+/// Exact times of the edges whose time code is [`TIME_ASIDE`], earliest per key.
+#[derive(Default)]
+struct AsideTimes(Vec<(u64, i64)>);
+
+impl AsideTimes {
+    fn seal(mut self) -> AsideTimes {
+        self.0.sort_unstable();
+        self.0.dedup_by_key(|(key, _)| *key);
+        self
+    }
+
+    fn earliest(&self, key: u64) -> Option<i64> {
+        let i = self.0.partition_point(|(k, _)| *k < key);
+        self.0.get(i).filter(|(k, _)| *k == key).map(|(_, t)| *t)
+    }
+}
+
+/// Packs the edges of a chunk that fall in `slice`; self-edges are never friendships: they
+/// are counted and dropped. Returns the number of self-edges.
+fn pack_chunk(
+    coder: &Coder,
+    slice: Slice,
+    c: &EdgeChunk,
+    aside: &mut Vec<(u64, i64)>,
+    emit: &mut dyn FnMut(PackedEdge) -> Result<()>,
+) -> Result<u64> {
+    let (follower, followee) = (c.follower.values(), c.followee.values());
+    let mut selfs = 0;
+    for i in 0..c.len() {
+        let (a, b) = (follower[i], followee[i]);
+        if a == b {
+            selfs += 1;
+            continue;
+        }
+        if !slice.keeps(id_pair(a, b)) {
+            continue;
+        }
+        let key = pack(coder, a, b);
+        let ms = c.time(i);
+        let time = time_code(ms);
+        if time == TIME_ASIDE {
+            aside.push((key, ms.expect("aside times are known")));
+        }
+        emit(PackedEdge { key, time })?;
+    }
+    Ok(selfs)
+}
+
+/// What packing one input file gave.
+struct FilePacked {
+    /// Edges kept (not self-edges, in the slice).
+    edges: usize,
+    self_edges: u64,
+    /// `(key, ms)` of edges whose time went on the side list.
+    aside: Vec<(u64, i64)>,
+}
+
+/// Earliest known time (epoch ms) of a run of equal keys.
+fn earliest(run: &[PackedEdge], aside: &AsideTimes) -> Option<i64> {
+    run.iter()
+        .filter_map(|e| match e.time {
+            TIME_NONE => None,
+            TIME_ASIDE => aside.earliest(e.key),
+            s => Some(s as i64 * 1000),
+        })
+        .min()
+}
+
+/// Mutual pairs among sorted edges, with `since` (or [`NO_TIME`]): runs of equal keys are
+/// one edge crawled several times, and the two directions of a pair are neighbouring runs.
+/// Chunks split at pair boundaries are scanned in parallel twice, once to count (so the
+/// result is allocated once, at its size) and once to fill.
+fn scan_sorted(
+    edges: &[PackedEdge],
+    aside: &AsideTimes,
+    stats: &mut FriendsStats,
+) -> Vec<(u64, i64)> {
+    let chunks = pair_aligned_chunks(edges, rayon::current_num_threads() * 4);
+    let counts: Vec<(usize, u64, u64)> = chunks
+        .par_iter()
+        .map(|chunk| {
+            let (mut pairs, mut distinct, mut duplicates) = (0, 0, 0);
+            scan_chunk(
+                chunk,
+                aside,
+                &mut |_, _| pairs += 1,
+                &mut distinct,
+                &mut duplicates,
+            );
+            (pairs, distinct, duplicates)
+        })
+        .collect();
+    let total: usize = counts.iter().map(|c| c.0).sum();
+    for (_, distinct, duplicates) in &counts {
+        stats.distinct_edges += distinct;
+        stats.duplicate_edges += duplicates;
+    }
+    let mut out = vec![(0u64, 0i64); total];
+    let mut slots: Vec<&mut [(u64, i64)]> = Vec::with_capacity(chunks.len());
+    let mut rest = out.as_mut_slice();
+    for (pairs, _, _) in &counts {
+        let (head, tail) = rest.split_at_mut(*pairs);
+        slots.push(head);
+        rest = tail;
+    }
+    chunks.par_iter().zip(slots).for_each(|(chunk, slot)| {
+        let mut n = 0;
+        let (mut distinct, mut duplicates) = (0, 0);
+        scan_chunk(
+            chunk,
+            aside,
+            &mut |pair, since| {
+                slot[n] = (pair, since);
+                n += 1;
+            },
+            &mut distinct,
+            &mut duplicates,
+        );
+    });
+    out
+}
+
+/// Splits sorted edges into about `n` chunks that never cut a pair's edges apart.
+fn pair_aligned_chunks(edges: &[PackedEdge], n: usize) -> Vec<&[PackedEdge]> {
+    let step = edges.len().div_ceil(n.max(1)).max(1);
+    let mut chunks = Vec::with_capacity(n);
+    let mut start = 0;
+    while start < edges.len() {
+        let mut end = (start + step).min(edges.len());
+        while end < edges.len() && { edges[end].key } >> 1 == { edges[end - 1].key } >> 1 {
+            end += 1;
+        }
+        chunks.push(&edges[start..end]);
+        start = end;
+    }
+    chunks
+}
+
+/// One sequential scan of a pair-aligned chunk: `emit(pair, since)` per mutual pair.
+fn scan_chunk(
+    edges: &[PackedEdge],
+    aside: &AsideTimes,
+    emit: &mut dyn FnMut(u64, i64),
+    distinct: &mut u64,
+    duplicates: &mut u64,
+) {
+    // The last distinct edge seen: its key and earliest time.
+    let mut previous: Option<(u64, Option<i64>)> = None;
+    let mut i = 0;
+    while i < edges.len() {
+        let key = edges[i].key;
+        let mut j = i + 1;
+        while j < edges.len() && { edges[j].key } == key {
+            j += 1;
+        }
+        *duplicates += (j - i - 1) as u64;
+        *distinct += 1;
+        let time = earliest(&edges[i..j], aside);
+        if let Some((prev, prev_time)) = previous {
+            if prev >> 1 == key >> 1 {
+                let since = match (prev_time, time) {
+                    (Some(x), Some(y)) => x.max(y),
+                    _ => NO_TIME,
+                };
+                emit(key >> 1, since);
+            }
+        }
+        previous = Some((key, time));
+        i = j;
+    }
+}
+
+/// The in-memory path: files are decoded in parallel straight into one preallocated edge
+/// array (sized from the footers, so it never reallocates), sorted in place and scanned once:
+/// one decode of the input, no join for the follow times.
 fn mutual_in_memory(
     input: &Input,
     metas: &[FileMeta],
@@ -491,171 +649,126 @@ fn mutual_in_memory(
     slice: Slice,
     stats: &mut FriendsStats,
 ) -> Result<Vec<(u64, i64)>> {
-    use std::sync::atomic::{AtomicI64, Ordering};
+    let started = std::time::Instant::now();
     let total: usize = metas.iter().map(|m| m.rows).sum();
-    let mut keys = vec![0u64; total];
-    let mut slots: Vec<&mut [u64]> = Vec::with_capacity(metas.len());
-    let mut rest = keys.as_mut_slice();
+    let mut edges = vec![PackedEdge::default(); total];
+    let mut slots: Vec<&mut [PackedEdge]> = Vec::with_capacity(metas.len());
+    let mut rest = edges.as_mut_slice();
     for m in metas {
         let (head, tail) = rest.split_at_mut(m.rows);
         slots.push(head);
         rest = tail;
     }
-    let filled: Vec<(usize, u64)> = input
+    let filled: Vec<FilePacked> = input
         .files
         .par_iter()
         .zip(slots)
-        .map(|(file, slot)| -> Result<(usize, u64)> {
-            let (mut n, mut selfs) = (0usize, 0u64);
-            input.file_columns(file, false, &mut |c| {
-                for (&a, &b) in c.follower.iter().zip(&c.followee) {
-                    if a == b {
-                        selfs += 1;
-                    } else if slice.keeps(id_pair(a, b)) {
-                        let Some(cell) = slot.get_mut(n) else {
-                            return Err(Error::BadInput {
-                                path: file.location.to_string(),
-                                line: 0,
-                                reason: "more rows than the footer announced".into(),
-                            });
-                        };
-                        *cell = pack(coder, a, b);
-                        n += 1;
-                    }
-                }
+        .map(|(file, slot)| {
+            let (mut n, mut selfs, mut aside) = (0usize, 0u64, Vec::new());
+            input.file_columns(file, true, &mut |c| {
+                selfs += pack_chunk(coder, slice, &c, &mut aside, &mut |edge| {
+                    let cell = slot.get_mut(n).ok_or_else(|| Error::BadInput {
+                        path: file.location.to_string(),
+                        line: 0,
+                        reason: "more rows than the footer announced".into(),
+                    })?;
+                    *cell = edge;
+                    n += 1;
+                    Ok(())
+                })?;
                 Ok(())
             })?;
-            Ok((n, selfs))
+            Ok(FilePacked {
+                edges: n,
+                self_edges: selfs,
+                aside,
+            })
         })
         .collect::<Result<_>>()?;
     // Close the gaps left by filtered rows.
-    let mut write = 0usize;
-    let mut read = 0usize;
-    for ((n, selfs), m) in filled.iter().zip(metas) {
-        keys.copy_within(read..read + n, write);
-        write += n;
+    let (mut write, mut read) = (0usize, 0usize);
+    let mut aside = AsideTimes::default();
+    for (file, m) in filled.into_iter().zip(metas) {
+        edges.copy_within(read..read + file.edges, write);
+        write += file.edges;
         read += m.rows;
-        stats.self_edges += selfs;
+        stats.self_edges += file.self_edges;
+        aside.0.extend(file.aside);
     }
-    keys.truncate(write);
-    log::debug!("friends: keys packed");
-    keys.par_sort_unstable();
-    log::debug!("friends: keys sorted");
-    let before = keys.len() as u64;
-    keys.dedup();
-    stats.duplicate_edges += before - keys.len() as u64;
-    stats.distinct_edges += keys.len() as u64;
-    let mutual = mutual_pairs(&keys);
-    drop(keys);
+    edges.truncate(write);
+    let aside = aside.seal();
+    log::debug!(
+        "friends: edges packed at {:?}, peak {} MB",
+        started.elapsed(),
+        peak_mb()
+    );
+    edges.par_sort_unstable_by_key(|e| e.key);
+    log::debug!(
+        "friends: edges sorted at {:?}, peak {} MB",
+        started.elapsed(),
+        peak_mb()
+    );
+    let pairs = scan_sorted(&edges, &aside, stats);
+    log::debug!(
+        "friends: pairs found at {:?}, peak {} MB",
+        started.elapsed(),
+        peak_mb()
+    );
+    Ok(pairs)
+}
 
-    // Membership by hash, not binary search: ~17 M random probes into a 23 MB sorted array
-    // cost a cache miss per level; a hash table costs about one.
-    let index: rustc_hash::FxHashMap<u64, u32> = mutual
-        .iter()
-        .enumerate()
-        .map(|(i, pair)| (*pair, i as u32))
-        .collect();
-    // Earliest known time per direction; `i64::MAX` stands for "none yet".
-    let first: Vec<AtomicI64> = (0..mutual.len())
-        .map(|_| AtomicI64::new(i64::MAX))
-        .collect();
-    let second: Vec<AtomicI64> = (0..mutual.len())
-        .map(|_| AtomicI64::new(i64::MAX))
-        .collect();
-    input
+/// The out-of-core path: edges are hash-partitioned by pair into spill files (decoded in
+/// parallel, one batch at a time), then each partition is read back, sorted and scanned on
+/// its own. Memory: one partition (about the budget) plus the pairs found so far.
+fn mutual_out_of_core(
+    input: &Input,
+    coder: &Coder,
+    options: &FriendsOptions,
+    partitions: u32,
+    stats: &mut FriendsStats,
+) -> Result<Vec<(u64, i64)>> {
+    let spill = Spill::create(
+        options.spill_dir.as_deref(),
+        partitions,
+        options.memory_budget,
+    )?;
+    let filled: Vec<FilePacked> = input
         .files
         .par_iter()
         .map(|file| {
-            input.file_chunks(file, &mut |c| {
-                for i in 0..c.follower.len() {
-                    let (a, b, t) = (c.follower[i], c.followee[i], c.time[i]);
-                    if t == NO_TIME || a == b || !slice.keeps(id_pair(a, b)) {
-                        continue;
-                    }
-                    let key = pack(coder, a, b);
-                    if let Some(&j) = index.get(&(key >> 1)) {
-                        let slot = if key & 1 == 0 {
-                            &first[j as usize]
-                        } else {
-                            &second[j as usize]
-                        };
-                        slot.fetch_min(t, Ordering::Relaxed);
-                    }
-                }
-                Ok(())
+            let (mut edges, mut selfs, mut aside) = (0usize, 0u64, Vec::new());
+            let mut batch: Vec<PackedEdge> = Vec::new();
+            input.file_columns(file, true, &mut |c| {
+                batch.clear();
+                selfs += pack_chunk(coder, options.slice, &c, &mut aside, &mut |edge| {
+                    batch.push(edge);
+                    Ok(())
+                })?;
+                edges += batch.len();
+                spill.append(&mut batch)
+            })?;
+            Ok(FilePacked {
+                edges,
+                self_edges: selfs,
+                aside,
             })
         })
-        .collect::<Result<()>>()?;
-    drop(index);
-    log::debug!("friends: follow times collected");
-    Ok(mutual
-        .into_iter()
-        .zip(first.iter().zip(&second))
-        .map(|(pair, (f, s))| {
-            let (f, s) = (f.load(Ordering::Relaxed), s.load(Ordering::Relaxed));
-            let since = if f == i64::MAX || s == i64::MAX {
-                NO_TIME
-            } else {
-                f.max(s)
-            };
-            (pair, since)
-        })
-        .collect())
-}
-
-/// Receives packed edge keys and their follow times, chunk by chunk.
-type KeySink<'a> = dyn FnMut(&[u64], &[i64]) -> Result<()> + 'a;
-
-type Source<'a> = dyn Fn(&mut KeySink<'_>) -> Result<()> + 'a;
-
-/// Mutual pairs among the edges a source yields: sort packed keys, find pairs with both
-/// directions, then a second pass over the source collects their follow times.
-fn mutual_in(source: &Source<'_>, stats: &mut FriendsStats) -> Result<Vec<(u64, i64)>> {
-    let mut keys: Vec<u64> = Vec::new();
-    source(&mut |k, _| {
-        keys.extend_from_slice(k);
-        Ok(())
-    })?;
-    keys.par_sort_unstable();
-    let before = keys.len() as u64;
-    keys.dedup();
-    stats.duplicate_edges += before - keys.len() as u64;
-    stats.distinct_edges += keys.len() as u64;
-    let mutual = mutual_pairs(&keys);
-    drop(keys);
-    // Earliest known time per direction, then the later of the two.
-    let mut first = vec![NO_TIME; mutual.len()];
-    let mut second = vec![NO_TIME; mutual.len()];
-    source(&mut |k, t| {
-        for (key, time) in k.iter().zip(t) {
-            if *time == NO_TIME {
-                continue;
-            }
-            if let Ok(i) = mutual.binary_search(&(key >> 1)) {
-                let slot = if key & 1 == 0 {
-                    &mut first[i]
-                } else {
-                    &mut second[i]
-                };
-                if *slot == NO_TIME || *time < *slot {
-                    *slot = *time;
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(mutual
-        .into_iter()
-        .enumerate()
-        .map(|(i, pair)| {
-            let since = if first[i] == NO_TIME || second[i] == NO_TIME {
-                NO_TIME
-            } else {
-                first[i].max(second[i])
-            };
-            (pair, since)
-        })
-        .collect())
+        .collect::<Result<_>>()?;
+    spill.finish()?;
+    let mut aside = AsideTimes::default();
+    for file in filled {
+        stats.self_edges += file.self_edges;
+        aside.0.extend(file.aside);
+    }
+    let aside = aside.seal();
+    let mut pairs = Vec::new();
+    for p in 0..partitions {
+        let mut edges = spill.read(p)?;
+        edges.par_sort_unstable_by_key(|e| e.key);
+        pairs.extend(scan_sorted(&edges, &aside, stats));
+    }
+    pairs.par_sort_unstable_by_key(|(pair, _)| *pair);
+    Ok(pairs)
 }
 
 /// Sorted distinct ids of the input, built chunk by chunk so memory stays near the size of
@@ -683,26 +796,29 @@ fn build_dictionary(input: &Input) -> Result<Vec<i64>> {
         *ids = merged;
         pending.clear();
     };
-    input.for_each(&mut |c| {
-        pending.extend_from_slice(&c.follower);
-        pending.extend_from_slice(&c.followee);
-        if pending.len() >= 4 << 20 {
-            merge(&mut ids, &mut pending);
-        }
-        Ok(())
-    })?;
+    for file in &input.files {
+        input.file_columns(file, false, &mut |c| {
+            pending.extend_from_slice(c.follower.values());
+            pending.extend_from_slice(c.followee.values());
+            if pending.len() >= 4 << 20 {
+                merge(&mut ids, &mut pending);
+            }
+            Ok(())
+        })?;
+    }
     merge(&mut ids, &mut pending);
     Ok(ids)
 }
 
-/// Spill files of packed edges (key, time), one per hash partition of the pair.
+/// Spill files of packed edges, one per hash partition of the pair.
 struct Spill {
     dir: tempfile::TempDir,
     writers: Vec<std::sync::Mutex<BufWriter<File>>>,
 }
 
 impl Spill {
-    fn create(base: Option<&std::path::Path>, partitions: u32) -> Result<Spill> {
+    /// Write buffers share a slice of the budget: many partitions get small buffers.
+    fn create(base: Option<&std::path::Path>, partitions: u32, budget: u64) -> Result<Spill> {
         let io = |e: std::io::Error| Error::Io {
             op: "create spill",
             path: base.map_or("temp".into(), |p| p.display().to_string()),
@@ -715,10 +831,11 @@ impl Spill {
             None => tempfile::Builder::new().prefix("weibo-friends-").tempdir(),
         }
         .map_err(io)?;
+        let buffer = (budget / 4 / partitions as u64).clamp(4 << 10, 256 << 10) as usize;
         let writers = (0..partitions)
             .map(|p| {
                 File::create(dir.path().join(format!("p{p:05}.bin")))
-                    .map(|f| std::sync::Mutex::new(BufWriter::with_capacity(256 << 10, f)))
+                    .map(|f| std::sync::Mutex::new(BufWriter::with_capacity(buffer, f)))
                     .map_err(io)
             })
             .collect::<Result<_>>()?;
@@ -729,14 +846,19 @@ impl Spill {
         (bucket(key >> 1, 0x2545_f491_4f6c_dd1d) % self.writers.len() as u64) as usize
     }
 
-    fn append(&self, keys: &[u64], times: &[i64]) -> Result<()> {
-        for (key, time) in keys.iter().zip(times) {
-            let p = self.partition(*key);
+    /// Appends a batch of edges, grouped by partition so each writer is locked once per batch.
+    fn append(&self, batch: &mut [PackedEdge]) -> Result<()> {
+        batch.sort_unstable_by_key(|e| self.partition(e.key));
+        let mut bytes = Vec::with_capacity(batch.len() * PACKED_EDGE_BYTES);
+        for group in batch.chunk_by(|x, y| self.partition(x.key) == self.partition(y.key)) {
+            bytes.clear();
+            for e in group {
+                bytes.extend_from_slice(&{ e.key }.to_le_bytes());
+                bytes.extend_from_slice(&{ e.time }.to_le_bytes());
+            }
+            let p = self.partition(group[0].key);
             let mut w = self.writers[p].lock().unwrap_or_else(|e| e.into_inner());
-            let mut rec = [0u8; 16];
-            rec[..8].copy_from_slice(&key.to_le_bytes());
-            rec[8..].copy_from_slice(&time.to_le_bytes());
-            w.write_all(&rec).map_err(|e| self.err(e))?;
+            w.write_all(&bytes).map_err(|e| self.err(e))?;
         }
         Ok(())
     }
@@ -751,37 +873,20 @@ impl Spill {
         Ok(())
     }
 
-    fn read(&self, p: u32, f: &mut KeySink<'_>) -> Result<()> {
+    /// A whole partition, read back.
+    fn read(&self, p: u32) -> Result<Vec<PackedEdge>> {
         let path = self.dir.path().join(format!("p{p:05}.bin"));
-        let mut reader =
-            BufReader::with_capacity(1 << 20, File::open(&path).map_err(|e| self.err(e))?);
-        let mut buf = vec![0u8; 16 * 65536];
-        loop {
-            let mut filled = 0;
-            while filled < buf.len() {
-                let n = reader.read(&mut buf[filled..]).map_err(|e| self.err(e))?;
-                if n == 0 {
-                    break;
-                }
-                filled += n;
-            }
-            if filled == 0 {
-                return Ok(());
-            }
-            let records = &buf[..filled - filled % 16];
-            let keys: Vec<u64> = records
-                .chunks_exact(16)
-                .map(|r| u64::from_le_bytes(r[..8].try_into().expect("8 bytes")))
-                .collect();
-            let times: Vec<i64> = records
-                .chunks_exact(16)
-                .map(|r| i64::from_le_bytes(r[8..].try_into().expect("8 bytes")))
-                .collect();
-            f(&keys, &times)?;
-            if filled < buf.len() {
-                return Ok(());
-            }
-        }
+        let mut bytes = Vec::new();
+        File::open(&path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(|e| self.err(e))?;
+        Ok(bytes
+            .chunks_exact(PACKED_EDGE_BYTES)
+            .map(|r| PackedEdge {
+                key: u64::from_le_bytes(r[..8].try_into().expect("8 bytes")),
+                time: u32::from_le_bytes(r[8..].try_into().expect("4 bytes")),
+            })
+            .collect())
     }
 
     fn err(&self, e: std::io::Error) -> Error {
@@ -882,21 +987,30 @@ pub fn write_output(
     };
     let staged = vec![stage("friends"), stage("friend_counts")];
     let written = (|| -> Result<()> {
-        // Ids and times are nearly all distinct: dictionary encoding would only cost.
-        partition::write_parquet_with(
-            fs,
-            &staged[0].tmp.join("part-00000.parquet"),
-            friends_schema(),
-            Some(&result.pairs_batch()?),
-            false,
-        )?;
-        partition::write_parquet_with(
-            fs,
-            &staged[1].tmp.join("part-00000.parquet"),
-            counts_schema(),
-            Some(&result.counts_batch()?),
-            false,
-        )?;
+        // Ids and times are nearly all distinct: dictionary encoding would only cost. The two
+        // tables are written side by side: encoding and compression are single-threaded.
+        let (pairs, counts) = (result.pairs_batch()?, result.counts_batch()?);
+        let (a, b) = rayon::join(
+            || {
+                partition::write_parquet_with(
+                    fs,
+                    &staged[0].tmp.join("part-00000.parquet"),
+                    friends_schema(),
+                    Some(&pairs),
+                    false,
+                )
+            },
+            || {
+                partition::write_parquet_with(
+                    fs,
+                    &staged[1].tmp.join("part-00000.parquet"),
+                    counts_schema(),
+                    Some(&counts),
+                    false,
+                )
+            },
+        );
+        a.and(b)?;
         partition::commit(fs, &staged)
     })();
     if let Err(e) = written {
