@@ -149,6 +149,8 @@ pub enum Reject {
     UnknownRecord,
     /// A file whose format could not be recognised; each of its lines is rejected.
     UnknownFormat,
+    /// An internal id with no real uid (AMiner graph: outside `uidlist.txt`, or no list).
+    UnmappedId,
 }
 
 impl Reject {
@@ -163,6 +165,7 @@ impl Reject {
             Reject::BadCount => "bad_count",
             Reject::SelfFollow => "self_follow",
             Reject::MalformedRow => "malformed_row",
+            Reject::UnmappedId => "unmapped_id",
             Reject::BadJson => "bad_json",
             Reject::InvalidEncoding => "invalid_encoding",
             Reject::UnknownRecord => "unknown_record",

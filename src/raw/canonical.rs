@@ -13,8 +13,9 @@ use std::io::{self, BufRead};
 use csv::ByteRecord;
 use serde_json::Value;
 
+use super::weibospider::Mapped;
 use super::{entity_from_fields, entity_from_path, excerpt, Item};
-use crate::clean::{Entity, RawRecord, Reject};
+use crate::clean::{RawRecord, Reject};
 
 fn record_excerpt(record: &ByteRecord) -> String {
     let joined: Vec<String> = record
@@ -35,15 +36,8 @@ pub fn read_csv(
         .flexible(true)
         .from_reader(reader);
     let mut record = ByteRecord::new();
-    // (header record, entity, column -> field, fields taken from the path, short rows fine)
-    type Header = (
-        ByteRecord,
-        Option<Entity>,
-        Vec<Option<usize>>,
-        Vec<(usize, String)>,
-        bool,
-    );
-    let mut header: Option<Header> = None;
+    // The header row and what it maps to (`None`: no entity we know).
+    let mut header: Option<(ByteRecord, Option<Mapped>)> = None;
     loop {
         let line = csv.position().line() + 1;
         match csv.read_byte_record(&mut record) {
@@ -55,7 +49,7 @@ pub fn read_csv(
                 }
                 emit(Item::Rejected {
                     line,
-                    entity: header.as_ref().and_then(|h| h.1),
+                    entity: header.as_ref().and_then(|h| h.1.as_ref()).map(|m| m.entity),
                     reason: Reject::MalformedRow,
                     excerpt: excerpt(&e.to_string()),
                 });
@@ -63,7 +57,7 @@ pub fn read_csv(
             }
         }
         let line = record.position().map_or(line, |p| p.line());
-        let Some((head, entity, mapping, constants, short_rows_ok)) = &header else {
+        let Some((head, mapped)) = &header else {
             let names: Vec<String> = record
                 .iter()
                 .map(|f| {
@@ -73,29 +67,10 @@ pub fn read_csv(
                         .to_string()
                 })
                 .collect();
-            let crawler = super::weibospider::header(&names, path)
-                .or_else(|| super::weibospider::crawler_header(&names, path));
-            if let Some(m) = crawler {
-                let known = Some(m.entity);
-                header = Some((
-                    record.clone(),
-                    known,
-                    m.mapping,
-                    m.constants,
-                    m.short_rows_ok,
-                ));
-                continue;
-            }
-            let entity = entity_from_fields(names.iter().map(String::as_str))
-                .or_else(|| entity_from_path(path));
-            let mapping = names
-                .iter()
-                .map(|n| entity.and_then(|e| e.field_index(n)))
-                .collect();
-            header = Some((record.clone(), entity, mapping, Vec::new(), false));
+            header = Some((record.clone(), header_mapping(&names, path)));
             continue;
         };
-        let Some(entity) = *entity else {
+        let Some(mapped) = mapped else {
             emit(Item::Rejected {
                 line,
                 entity: None,
@@ -104,12 +79,12 @@ pub fn read_csv(
             });
             continue;
         };
+        let entity = mapped.entity;
         if record == *head {
             emit(Item::RepeatedHeader { line, entity });
             continue;
         }
-        let short_but_fine = *short_rows_ok && record.len() < head.len() && record.len() > 1;
-        if record.len() != head.len() && !short_but_fine {
+        let Some(mapping) = mapped.for_len(record.len()) else {
             emit(Item::Rejected {
                 line,
                 entity: Some(entity),
@@ -117,9 +92,9 @@ pub fn read_csv(
                 excerpt: record_excerpt(&record),
             });
             continue;
-        }
+        };
         let mut raw = RawRecord::new(entity);
-        for (i, value) in constants {
+        for (i, value) in &mapped.constants {
             raw.set_index(*i, value);
         }
         let mut bad_encoding = false;
@@ -130,6 +105,10 @@ pub fn read_csv(
                     Err(_) => bad_encoding = true,
                 }
             }
+        }
+        if let Some(times) = mapped.mediacrawler {
+            let cell = |i: usize| record.get(i).and_then(|v| std::str::from_utf8(v).ok());
+            super::mediacrawler::fix_row(entity, times, &mut raw, &cell);
         }
         if bad_encoding {
             emit(Item::Rejected {
@@ -146,6 +125,22 @@ pub fn read_csv(
             });
         }
     }
+}
+
+/// What a header row maps to: a crawler's known header first, else our canonical names
+/// (the entity from the names or, failing that, from the path).
+fn header_mapping(names: &[String], path: &str) -> Option<Mapped> {
+    let crawler = super::weibospider::header(names, path)
+        .or_else(|| super::weibospider::crawler_header(names, path))
+        .or_else(|| super::weibospider::crawler_other_header(names))
+        .or_else(|| super::mediacrawler::header(names));
+    if crawler.is_some() {
+        return crawler;
+    }
+    let entity =
+        entity_from_fields(names.iter().map(String::as_str)).or_else(|| entity_from_path(path))?;
+    let mapping = names.iter().map(|n| entity.field_index(n)).collect();
+    Some(Mapped::columns(entity, mapping))
 }
 
 pub(crate) fn value_text(v: &Value) -> Option<String> {
@@ -202,7 +197,9 @@ pub fn read_jsonl(
             }
         };
         // Known crawler shapes first (their keys would not name one of our entities).
-        if let Some((entity, record)) = super::nghuyong::map(&object) {
+        if let Some((entity, record)) =
+            super::nghuyong::map(&object).or_else(|| super::mediacrawler::map(&object))
+        {
             emit(Item::Record {
                 line,
                 entity,
@@ -231,6 +228,7 @@ pub fn read_jsonl(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clean::Entity;
 
     fn items_csv(text: &str, path: &str) -> Vec<Item> {
         let mut out = Vec::new();
@@ -345,6 +343,7 @@ mod robustness {
 
     use super::*;
     use crate::clean::clean_record;
+    use crate::clean::Entity;
     use proptest::prelude::*;
 
     fn run_jsonl(bytes: &[u8]) -> Vec<Item> {

@@ -12,7 +12,9 @@
 //! - Line numbers are 1-based and count physical lines of the decoded text, so a rejected
 //!   record can be found with `sed -n Np` on the decompressed file.
 
+pub mod aminer;
 pub mod canonical;
+pub mod mediacrawler;
 pub mod nghuyong;
 pub mod weibospider;
 
@@ -32,6 +34,10 @@ pub enum Format {
     CanonicalCsv,
     /// Our own JSON lines (§1): the entity is detected per record from its keys.
     CanonicalJsonl,
+    /// AMiner's `weibo_network.txt` follow graph (ids through `uidlist.txt` beside it).
+    AminerNetwork,
+    /// AMiner's `uidlist.txt`: a lookup table for the network file, no records of its own.
+    AminerUidlist,
 }
 
 impl Format {
@@ -39,6 +45,8 @@ impl Format {
         match self {
             Format::CanonicalCsv => "canonical-csv",
             Format::CanonicalJsonl => "canonical-jsonl",
+            Format::AminerNetwork => "aminer-network",
+            Format::AminerUidlist => "aminer-uidlist",
         }
     }
 }
@@ -82,6 +90,9 @@ pub struct FileSummary {
     pub encoding: &'static str,
     pub compression: &'static str,
     pub bytes: u64,
+    /// What the reader noticed about the file as a whole (AMiner flags, a missing uid list).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Opens a file decompressed and decoded to UTF-8 (invalid bytes are left for the reader to
@@ -199,6 +210,12 @@ pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
         .trim_end_matches(".gz")
         .trim_end_matches(".zst")
         .trim_end_matches(".zstd");
+    if base == "weibo_network.txt" || base.ends_with("/weibo_network.txt") {
+        return Some(Format::AminerNetwork);
+    }
+    if base == "uidlist.txt" || base.ends_with("/uidlist.txt") {
+        return Some(Format::AminerUidlist);
+    }
     let first = sample
         .iter()
         .position(|b| !b.is_ascii_whitespace() && *b != 0xef && *b != 0xbb && *b != 0xbf)
@@ -238,11 +255,26 @@ pub fn read_file(
         path: path_hint.clone(),
         source: e,
     };
+    let mut warnings = Vec::new();
     match format {
         Some(Format::CanonicalCsv) => {
             canonical::read_csv(reader, &path_hint, emit).map_err(io_err)?
         }
         Some(Format::CanonicalJsonl) => canonical::read_jsonl(reader, emit).map_err(io_err)?,
+        Some(Format::AminerNetwork) => {
+            let uids = aminer_uidlist(fs, file)?;
+            let every = if file.len < 64 << 20 {
+                1
+            } else {
+                aminer::SAMPLE
+            };
+            warnings =
+                aminer::read_network(reader, uids.as_deref(), every, emit).map_err(io_err)?;
+            for w in &warnings {
+                log::warn!("{path_hint}: {w}");
+            }
+        }
+        Some(Format::AminerUidlist) => {}
         None => reject_every_line(reader, Reject::UnknownFormat, emit).map_err(io_err)?,
     }
     Ok(FileSummary {
@@ -251,7 +283,28 @@ pub fn read_file(
         encoding,
         compression,
         bytes: file.len,
+        warnings,
     })
+}
+
+/// The uid list beside an AMiner network file (plain or compressed), if there is one.
+fn aminer_uidlist(fs: &FileSystems, network: &FileEntry) -> Result<Option<Vec<Option<i64>>>> {
+    let Some(dir) = network.location.parent() else {
+        return Ok(None);
+    };
+    for name in ["uidlist.txt", "uidlist.txt.gz", "uidlist.txt.zst"] {
+        let location = dir.join(name);
+        if let Some(entry) = fs.status(&location)? {
+            let (reader, _, _) = open_text(fs, &entry)?;
+            let uids = aminer::read_uidlist(reader).map_err(|e| Error::Io {
+                op: "read",
+                path: location.to_string(),
+                source: e,
+            })?;
+            return Ok(Some(uids));
+        }
+    }
+    Ok(None)
 }
 
 /// Rejects each line of a file that cannot be read as records.

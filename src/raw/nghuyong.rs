@@ -7,7 +7,18 @@
 //!   follows `follower_id` (the naming reads backwards; the spec warns about it);
 //! - the 2020 shape `{_id, fan_id, followed_id, crawl_time}`: `fan_id` follows `followed_id`;
 //! - tweets `{_id (mid), mblogid (bid), created_at, content, source, reposts_count,
-//!   comments_count, attitudes_count, pic_urls, user: {_id}, crawl_time}`.
+//!   comments_count, attitudes_count, pic_urls, user: {_id}, crawl_time}`; the repost spider
+//!   writes the same shape for each repost (without what it reposts), so those read as posts;
+//! - users `{_id, nick_name, gender, location, description, verified, verified_type,
+//!   followers_count, friends_count, statuses_count, created_at}` and the 2020 shape
+//!   `{_id, nick_name, gender, province, city, brief_introduction, tweets_num, follows_num,
+//!   fans_num}`;
+//! - comments `{_id, created_at, like_counts, content, comment_user: {_id}}` and the 2020 shape
+//!   `{_id: "C_<cid>", weibo_id (bid), comment_user_id, content, like_num, created_at}`. The
+//!   current comment spider does not record which post a comment is on: unless the record has
+//!   a `mblogid`/`weibo_id`/`mid`, it is rejected as `missing_field` (mid), not guessed;
+//! - 2020 reposts `{weibo_id (reposted bid), user_id, content, created_at}`: they have no id of
+//!   their own, so they are rejected as `missing_field` (mid) too.
 //!
 //! `crawl_time` is epoch seconds there, which the time parser already reads.
 
@@ -45,6 +56,12 @@ pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
     if let (Some(fan), Some(followed)) = (object.get("fan_id"), object.get("followed_id")) {
         return Some(follow(value_text(fan)?, value_text(followed)?, object));
     }
+    if let Some(mapped) = comment(object)
+        .or_else(|| user(object))
+        .or_else(|| repost(object))
+    {
+        return Some(mapped);
+    }
     if object.contains_key("mblogid") && object.contains_key("user") {
         let e = Entity::Posts;
         let mut r = RawRecord::new(e);
@@ -70,6 +87,107 @@ pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
         return Some((e, r));
     }
     None
+}
+
+/// Copies `(ours, theirs)` fields that are present (the first of several `theirs` wins).
+fn copy(
+    entity: Entity,
+    r: &mut RawRecord,
+    object: &Map<String, Value>,
+    fields: &[(&str, &[&str])],
+) {
+    for (ours, theirs) in fields {
+        if let Some(v) = theirs
+            .iter()
+            .find_map(|k| object.get(*k).and_then(value_text))
+        {
+            r.set(entity, ours, v);
+        }
+    }
+}
+
+fn comment(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
+    let user = object
+        .get("comment_user")
+        .and_then(|u| id_of(Some(u)))
+        .or_else(|| object.get("comment_user_id").and_then(value_text))?;
+    let e = Entity::Comments;
+    let mut r = RawRecord::new(e);
+    let cid = object.get("_id").and_then(value_text)?;
+    r.set(e, "cid", cid.trim_start_matches("C_"));
+    r.set(e, "uid", user);
+    copy(
+        e,
+        &mut r,
+        object,
+        &[
+            ("mid", &["mid", "mblogid", "weibo_id"]),
+            ("created_at", &["created_at"]),
+            ("text", &["content"]),
+            ("like_count", &["like_counts", "like_num"]),
+            ("crawl_time", &["crawl_time"]),
+        ],
+    );
+    Some((e, r))
+}
+
+fn user(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
+    let crawler_only = ["mblogid", "fan_id", "follower_id", "content", "weibo_id"];
+    if !object.contains_key("_id")
+        || !object.contains_key("nick_name")
+        || crawler_only.iter().any(|k| object.contains_key(*k))
+    {
+        return None;
+    }
+    let e = Entity::Users;
+    let mut r = RawRecord::new(e);
+    copy(
+        e,
+        &mut r,
+        object,
+        &[
+            ("uid", &["_id"]),
+            ("screen_name", &["nick_name"]),
+            ("gender", &["gender"]),
+            ("province", &["province"]),
+            ("city", &["city"]),
+            ("location", &["location"]),
+            (
+                "description",
+                &["description", "desc_text", "brief_introduction"],
+            ),
+            ("verified", &["verified"]),
+            ("verified_type", &["verified_type"]),
+            ("followers_count", &["followers_count", "fans_num"]),
+            ("follow_count", &["friends_count", "follows_num"]),
+            ("statuses_count", &["statuses_count", "tweets_num"]),
+            ("created_at", &["created_at"]),
+            ("crawl_time", &["crawl_time"]),
+        ],
+    );
+    Some((e, r))
+}
+
+fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
+    if !(object.contains_key("weibo_id") && object.contains_key("user_id")) {
+        return None;
+    }
+    let e = Entity::Reposts;
+    let mut r = RawRecord::new(e);
+    copy(
+        e,
+        &mut r,
+        object,
+        &[
+            ("mid", &["_id", "mid"]),
+            ("uid", &["user_id"]),
+            ("retweet_mid", &["weibo_id"]),
+            ("created_at", &["created_at"]),
+            ("text", &["content"]),
+            ("crawl_time", &["crawl_time"]),
+        ],
+    );
+    Some((e, r))
 }
 
 #[cfg(test)]
@@ -108,5 +226,49 @@ mod tests {
             ("1".into(), "2".into())
         );
         assert!(map(&obj(r#"{"uid":"1"}"#)).is_none());
+    }
+
+    fn get(e: Entity, r: &RawRecord, name: &str) -> Option<String> {
+        r.field(e.field_index(name).unwrap()).map(str::to_string)
+    }
+
+    #[test]
+    fn users_comments_and_reposts_of_both_generations() {
+        let (e, r) = map(&obj(
+            r#"{"_id":"1749127163","nick_name":"n","gender":"m","location":"北京 海淀","verified":true,"verified_type":0,"followers_count":12,"friends_count":3,"statuses_count":7,"created_at":"2010-05-31 23:07:59","crawl_time":1796000000}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Users);
+        assert_eq!(get(e, &r, "follow_count").as_deref(), Some("3"));
+        assert_eq!(get(e, &r, "location").as_deref(), Some("北京 海淀"));
+        let (e, r) = map(&obj(
+            r#"{"_id":"1087770692","nick_name":"n","province":"北京","city":"东城区","tweets_num":5,"follows_num":6,"fans_num":7,"crawl_time":1796000000}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Users);
+        assert_eq!(get(e, &r, "followers_count").as_deref(), Some("7"));
+
+        let (e, r) = map(&obj(
+            r#"{"_id":4871234567890123,"created_at":"2026-11-29 10:00:00","like_counts":3,"content":"c","comment_user":{"_id":"42","nick_name":"x"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Comments);
+        assert_eq!(get(e, &r, "uid").as_deref(), Some("42"));
+        assert_eq!(get(e, &r, "mid"), None);
+        let (e, r) = map(&obj(
+            r#"{"_id":"C_4498765432101234","weibo_id":"IDl56i8av","comment_user_id":"42","content":"c","like_num":1,"created_at":"2026-11-29 10:00"}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Comments);
+        assert_eq!(get(e, &r, "cid").as_deref(), Some("4498765432101234"));
+        assert_eq!(get(e, &r, "mid").as_deref(), Some("IDl56i8av"));
+
+        let (e, r) = map(&obj(
+            r#"{"weibo_id":"JtSFZ4eGg","user_id":"42","content":"//转发","created_at":"2026-11-29 10:00","crawl_time":1796000000}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Reposts);
+        assert_eq!(get(e, &r, "mid"), None);
+        assert_eq!(get(e, &r, "retweet_mid").as_deref(), Some("JtSFZ4eGg"));
     }
 }

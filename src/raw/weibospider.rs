@@ -48,6 +48,36 @@ pub struct Mapped {
     pub mapping: Vec<Option<usize>>,
     pub constants: Vec<(usize, String)>,
     pub short_rows_ok: bool,
+    /// Other column mappings, chosen by a row's length (a header that lost a column).
+    pub wider: Vec<Vec<Option<usize>>>,
+    /// MediaCrawler rows need a fix-up that reads several columns.
+    pub mediacrawler: Option<super::mediacrawler::CsvTimes>,
+}
+
+impl Mapped {
+    /// A plain column mapping: no path fields, no alternatives.
+    pub fn columns(entity: Entity, mapping: Vec<Option<usize>>) -> Mapped {
+        Mapped {
+            entity,
+            mapping,
+            constants: Vec::new(),
+            short_rows_ok: false,
+            wider: Vec::new(),
+            mediacrawler: None,
+        }
+    }
+
+    /// The mapping for a row of `len` fields, if the header allows that length.
+    pub fn for_len(&self, len: usize) -> Option<&[Option<usize>]> {
+        if len == self.mapping.len() || (self.short_rows_ok && len < self.mapping.len() && len > 1)
+        {
+            return Some(&self.mapping);
+        }
+        self.wider
+            .iter()
+            .find(|m| m.len() == len)
+            .map(Vec::as_slice)
+    }
 }
 
 /// Recognises a weibo-crawler posts header (`id, bid, 正文, ...`).
@@ -71,13 +101,81 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
             };
             field.and_then(|f| entity.field_index(f))
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // Some 2025 files write `live_photo_url` in the rows but not in the header: rows one
+    // (or, with repost columns, two) fields longer than the header are read with an unnamed
+    // column after `视频url` (and after `源微博视频url`).
+    let mut wider = Vec::new();
+    if !has("Live Photo视频url") {
+        let mut shifted = mapping.clone();
+        for video in ["视频url", "源微博视频url"] {
+            if let Some(i) = shifted_position(names, &shifted, video) {
+                shifted.insert(i + 1, None);
+                wider.push(shifted.clone());
+            }
+        }
+    }
     Some(Mapped {
-        entity,
-        mapping,
-        constants: uid_from_path(entity, path),
+        wider,
         short_rows_ok: true,
+        constants: uid_from_path(entity, path),
+        ..Mapped::columns(entity, mapping)
     })
+}
+
+/// Where header column `name` sits in a mapping that may already have unnamed columns
+/// inserted before it.
+fn shifted_position(names: &[String], mapping: &[Option<usize>], name: &str) -> Option<usize> {
+    let i = names.iter().position(|n| n == name)?;
+    Some(i + (mapping.len() - names.len()))
+}
+
+/// weibo-crawler's `users.csv` column → canonical user field.
+const CRAWLER_USER_COLUMNS: &[(&str, &str)] = &[
+    ("用户id", "uid"),
+    ("昵称", "screen_name"),
+    ("性别", "gender"),
+    ("所在地", "location"),
+    ("注册时间", "created_at"),
+    ("微博数", "statuses_count"),
+    ("粉丝数", "followers_count"),
+    ("关注数", "follow_count"),
+    ("简介", "description"),
+    ("是否认证", "verified"),
+    ("认证类型", "verified_type"),
+];
+
+/// weibo-crawler's comments export column → canonical comment field (the export names the
+/// commenter only by screen name, so `uid` stays empty).
+const CRAWLER_COMMENT_COLUMNS: &[(&str, &str)] = &[
+    ("id", "cid"),
+    ("weibo_id", "mid"),
+    ("created_at", "created_at"),
+    ("text", "text"),
+    ("like_count", "like_count"),
+];
+
+/// Recognises weibo-crawler's `users.csv` (`用户id, 昵称, ...`) or its comments export
+/// (`id, weibo_id, created_at, user_screen_name, text, pic_url, like_count`).
+pub fn crawler_other_header(names: &[String]) -> Option<Mapped> {
+    let has = |n: &str| names.iter().any(|x| x == n);
+    let (entity, columns) = if has("用户id") && has("昵称") {
+        (Entity::Users, CRAWLER_USER_COLUMNS)
+    } else if has("weibo_id") && has("user_screen_name") {
+        (Entity::Comments, CRAWLER_COMMENT_COLUMNS)
+    } else {
+        return None;
+    };
+    let mapping = names
+        .iter()
+        .map(|n| {
+            columns
+                .iter()
+                .find(|(theirs, _)| theirs == n)
+                .and_then(|(_, ours)| entity.field_index(ours))
+        })
+        .collect();
+    Some(Mapped::columns(entity, mapping))
 }
 
 fn uid_from_path(entity: Entity, path: &str) -> Vec<(usize, String)> {
@@ -111,9 +209,7 @@ pub fn header(names: &[String], path: &str) -> Option<Mapped> {
         })
         .collect();
     Some(Mapped {
-        entity,
-        mapping,
         constants: uid_from_path(entity, path),
-        short_rows_ok: false,
+        ..Mapped::columns(entity, mapping)
     })
 }

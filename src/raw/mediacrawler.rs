@@ -1,0 +1,263 @@
+//! MediaCrawler's (NanmiCoder/MediaCrawler) Weibo output, JSON lines or CSV (`utf-8-sig`),
+//! `data/weibo/{jsonl|csv}/{search|detail|creator}_{contents|comments|creators}_<date>.*`,
+//! mapped onto our canonical fields:
+//!
+//! - notes (`note_id, content, create_time, create_date_time, liked_count, comments_count,
+//!   shared_count, last_modify_ts, user_id, ...`) become posts;
+//! - comments (`comment_id, note_id, create_time, create_date_time, content,
+//!   comment_like_count, parent_comment_id, user_id, last_modify_ts, ...`) become comments;
+//! - creators (`user_id, nickname, gender, desc, follows, fans, last_modify_ts, ...`) become
+//!   users.
+//!
+//! Times: `create_date_time` is the post's wall clock with its `+08:00` offset and is taken
+//! when present. `create_time` alone is epoch seconds, and from December 2023 to July 2026
+//! MediaCrawler computed it by reading the `+0800` wall clock as UTC, 8 hours ahead; for rows
+//! crawled in that window (by `last_modify_ts`) the 28,800 s are taken back. Counts come as
+//! strings, which the cleaner parses like any other; `parent_comment_id` `0` means "none".
+
+use serde_json::{Map, Value};
+
+use super::canonical::value_text;
+use super::weibospider::Mapped;
+use crate::clean::{Entity, RawRecord};
+
+/// MediaCrawler field → canonical field, per entity (`created_at` is handled apart).
+const NOTE: &[(&str, &str)] = &[
+    ("note_id", "mid"),
+    ("user_id", "uid"),
+    ("content", "text"),
+    ("liked_count", "attitudes_count"),
+    ("comments_count", "comments_count"),
+    ("shared_count", "reposts_count"),
+    ("last_modify_ts", "crawl_time"),
+];
+const COMMENT: &[(&str, &str)] = &[
+    ("comment_id", "cid"),
+    ("note_id", "mid"),
+    ("user_id", "uid"),
+    ("content", "text"),
+    ("comment_like_count", "like_count"),
+    ("parent_comment_id", "reply_to_cid"),
+    ("last_modify_ts", "crawl_time"),
+];
+const CREATOR: &[(&str, &str)] = &[
+    ("user_id", "uid"),
+    ("nickname", "screen_name"),
+    ("gender", "gender"),
+    ("desc", "description"),
+    ("follows", "follow_count"),
+    ("fans", "followers_count"),
+    ("last_modify_ts", "crawl_time"),
+];
+
+/// The crawl-time window (epoch ms, [2023-12-01, 2026-08-01) in +08:00) in which
+/// `create_time` ran 8 hours ahead.
+const SKEWED_FROM_MS: i64 = 1_701_360_000_000;
+const SKEWED_UNTIL_MS: i64 = 1_785_513_600_000;
+const SKEW_SECONDS: i64 = 8 * 3600;
+
+/// Which MediaCrawler record a set of field names is.
+fn kind(has: &dyn Fn(&str) -> bool) -> Option<(Entity, &'static [(&'static str, &'static str)])> {
+    if has("comment_id") && has("note_id") {
+        Some((Entity::Comments, COMMENT))
+    } else if has("note_id") && (has("liked_count") || has("shared_count") || has("note_url")) {
+        Some((Entity::Posts, NOTE))
+    } else if has("user_id") && has("nickname") && (has("fans") || has("follows")) {
+        Some((Entity::Users, CREATOR))
+    } else {
+        None
+    }
+}
+
+/// `create_time` corrected for the known skew when the crawl falls in its window.
+fn unskewed(create_time: &str, crawl_ms: Option<i64>) -> String {
+    let t = create_time.trim();
+    match (t.parse::<i64>(), crawl_ms) {
+        (Ok(secs), Some(crawl))
+            if t.len() <= 10 && (SKEWED_FROM_MS..SKEWED_UNTIL_MS).contains(&crawl) =>
+        {
+            (secs - SKEW_SECONDS).to_string()
+        }
+        _ => t.to_string(),
+    }
+}
+
+/// Fills `created_at` from `create_date_time`, else from a corrected `create_time`.
+fn set_created_at(
+    entity: Entity,
+    record: &mut RawRecord,
+    create_date_time: Option<&str>,
+    create_time: Option<&str>,
+    crawl: Option<&str>,
+) {
+    let crawl_ms = crawl.and_then(|c| c.trim().parse::<i64>().ok()).map(|v| {
+        if v < 100_000_000_000 {
+            v * 1000
+        } else {
+            v
+        }
+    });
+    match (
+        create_date_time.filter(|s| !s.trim().is_empty()),
+        create_time,
+    ) {
+        (Some(dt), _) => record.set(entity, "created_at", dt),
+        (None, Some(t)) => record.set(entity, "created_at", unskewed(t, crawl_ms)),
+        (None, None) => {}
+    }
+}
+
+fn mapped_value(theirs: &str, value: String) -> Option<String> {
+    // A top-level comment's parent is written as 0.
+    (!(theirs == "parent_comment_id" && value.trim() == "0")).then_some(value)
+}
+
+/// The canonical record of a MediaCrawler JSON object, if it has one of the known shapes.
+pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
+    let (entity, fields) = kind(&|k| object.contains_key(k))?;
+    let mut r = RawRecord::new(entity);
+    for (theirs, ours) in fields {
+        if let Some(v) = object.get(*theirs).and_then(value_text) {
+            if let Some(v) = mapped_value(theirs, v) {
+                r.set(entity, ours, v);
+            }
+        }
+    }
+    let text = |k: &str| object.get(k).and_then(value_text);
+    if entity != Entity::Users {
+        set_created_at(
+            entity,
+            &mut r,
+            text("create_date_time").as_deref(),
+            text("create_time").as_deref(),
+            text("last_modify_ts").as_deref(),
+        );
+    }
+    Some((entity, r))
+}
+
+/// Recognises a MediaCrawler CSV header. `created_at` needs two columns and the crawl time,
+/// so it is filled by [`fix_created_at`] rather than by the column mapping.
+pub fn header(names: &[String]) -> Option<Mapped> {
+    let (entity, fields) = kind(&|k| names.iter().any(|n| n == k))?;
+    let mapping = names
+        .iter()
+        .map(|n| {
+            fields
+                .iter()
+                .find(|(theirs, _)| theirs == n)
+                .and_then(|(_, ours)| entity.field_index(ours))
+        })
+        .collect();
+    let column = |k: &str| names.iter().position(|n| n == k);
+    let times = (entity != Entity::Users).then(|| CsvTimes {
+        create_date_time: column("create_date_time"),
+        create_time: column("create_time"),
+        last_modify_ts: column("last_modify_ts"),
+        parent_comment_id: column("parent_comment_id"),
+    });
+    Some(Mapped {
+        mediacrawler: times,
+        ..Mapped::columns(entity, mapping)
+    })
+}
+
+/// Columns of a MediaCrawler CSV the row fix-up reads.
+#[derive(Clone, Copy, Debug)]
+pub struct CsvTimes {
+    create_date_time: Option<usize>,
+    create_time: Option<usize>,
+    last_modify_ts: Option<usize>,
+    parent_comment_id: Option<usize>,
+}
+
+/// Completes a record read from a MediaCrawler CSV row (`cell(i)` is column `i`).
+pub fn fix_row<'a>(
+    entity: Entity,
+    times: CsvTimes,
+    record: &mut RawRecord,
+    cell: &dyn Fn(usize) -> Option<&'a str>,
+) {
+    let get = |c: Option<usize>| c.and_then(cell);
+    set_created_at(
+        entity,
+        record,
+        get(times.create_date_time),
+        get(times.create_time),
+        get(times.last_modify_ts),
+    );
+    if get(times.parent_comment_id).is_some_and(|p| p.trim() == "0") {
+        // The mapping copied the 0; a later set of the same field wins.
+        record.set(entity, "reply_to_cid", "");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(json: &str) -> Map<String, Value> {
+        match serde_json::from_str(json).unwrap() {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    fn field(entity: Entity, r: &RawRecord, name: &str) -> Option<String> {
+        r.field(entity.field_index(name).unwrap())
+            .map(str::to_string)
+    }
+
+    #[test]
+    fn notes_comments_and_creators_map_to_posts_comments_and_users() {
+        let (e, r) = map(&obj(
+            r#"{"note_id":"5012345678901234","content":"hi","create_time":1733000000,
+                "create_date_time":"2024-12-01 04:53:20+08:00","liked_count":"1.2万",
+                "comments_count":"3","shared_count":"0","last_modify_ts":1733100000000,
+                "user_id":"1234567890","nickname":"n"}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Posts);
+        assert_eq!(field(e, &r, "mid").as_deref(), Some("5012345678901234"));
+        assert_eq!(
+            field(e, &r, "created_at").as_deref(),
+            Some("2024-12-01 04:53:20+08:00")
+        );
+        assert_eq!(field(e, &r, "attitudes_count").as_deref(), Some("1.2万"));
+
+        let (e, r) = map(&obj(
+            r#"{"comment_id":"501","note_id":"5012345678901234","content":"c","create_time":1733000000,
+                "comment_like_count":"2","parent_comment_id":"0","user_id":"42","last_modify_ts":1733100000000}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Comments);
+        assert_eq!(field(e, &r, "reply_to_cid"), None);
+        // No create_date_time, crawled in the skew window: 8 hours taken back.
+        assert_eq!(field(e, &r, "created_at").as_deref(), Some("1732971200"));
+
+        let (e, r) = map(&obj(
+            r#"{"user_id":"42","nickname":"n","gender":"f","desc":"d","follows":"10","fans":"2万","last_modify_ts":1733100000000}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Users);
+        assert_eq!(field(e, &r, "followers_count").as_deref(), Some("2万"));
+        assert_eq!(field(e, &r, "follow_count").as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn create_time_outside_the_skew_window_is_kept() {
+        assert_eq!(
+            unskewed("1690000000", Some(1_690_000_100_000)),
+            "1690000000"
+        );
+        assert_eq!(
+            unskewed("1790000000", Some(1_790_000_100_000)),
+            "1790000000"
+        );
+        assert_eq!(unskewed("1733000000", None), "1733000000");
+        assert_eq!(
+            unskewed("1733000000", Some(1_733_000_100_000)),
+            "1732971200"
+        );
+    }
+}
