@@ -1,4 +1,6 @@
-//! `gen tiny` → `clean` → `friends` against the generator's ground truth (`_truth.json`).
+//! `gen tiny` → `clean` → `load` → `friends` against the generator's ground truth
+//! (`_truth.json`): counts per entity, friend pairs, and every counter of the sampled users as
+//! HBase serves them.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,15 +14,17 @@ fn json(path: &std::path::Path) -> Value {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }
 
-#[test]
-fn generated_data_cleans_and_pairs_exactly_as_its_truth_says() {
+fn go(args: &[&str]) {
+    let r = run(bin().arg("-q").args(args));
+    assert!(r.status.success(), "{args:?}: {}", stderr(&r));
+}
+
+/// `gen tiny` (with dirt) and `clean`, checked against the truth; returns the folder, the
+/// cleaned output and the truth.
+fn gen_and_clean() -> (tempfile::TempDir, std::path::PathBuf, Value) {
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw");
     let out = dir.path().join("out");
-    let go = |args: &[&str]| {
-        let r = run(bin().arg("-q").args(args));
-        assert!(r.status.success(), "{args:?}: {}", stderr(&r));
-    };
     go(&[
         "gen",
         "--out",
@@ -54,7 +58,12 @@ fn generated_data_cleans_and_pairs_exactly_as_its_truth_says() {
         assert_eq!(got["rejected_by_reason"], t["rejected"], "{entity} rejects");
     }
     assert_eq!(clean["unattributed"]["records_in"], 0);
+    (dir, out, truth)
+}
 
+#[test]
+fn generated_data_cleans_and_pairs_exactly_as_its_truth_says() {
+    let (_dir, out, truth) = gen_and_clean();
     go(&[
         "friends",
         "--input",
@@ -81,6 +90,79 @@ fn generated_data_cleans_and_pairs_exactly_as_its_truth_says() {
             counts.get(&uid).copied().unwrap_or(0),
             user["friends"].as_u64().unwrap(),
             "friends of {uid}"
+        );
+    }
+}
+
+/// The whole chain on the local cluster: every counter of the truth's sampled users and top
+/// users, read back through `query`, is the truth's.
+#[cfg(feature = "integration")]
+#[test]
+fn generated_data_loads_into_hbase_with_the_truths_counters() {
+    use crate::harness::{cluster, stdout};
+    cluster::ensure();
+    let (_dir, out, truth) = gen_and_clean();
+    let ns = cluster::namespace("pipeline");
+    let out_s = out.to_str().unwrap();
+    let follows = out.join("follows");
+    go(&[
+        "--namespace",
+        &ns,
+        "load",
+        "--input",
+        out_s,
+        "--date",
+        "2026-11-29",
+        "--regions",
+        "4",
+    ]);
+    go(&[
+        "--namespace",
+        &ns,
+        "friends",
+        "--input",
+        follows.to_str().unwrap(),
+        "--output",
+        out_s,
+        "--date",
+        "2026-11-29",
+        "--load",
+        "--regions",
+        "4",
+    ]);
+    let counters = |uid: i64| -> Value {
+        let r = run(bin().args(["--namespace", &ns, "query", "user", &uid.to_string()]));
+        assert!(r.status.success(), "{}", stderr(&r));
+        let v: Value = serde_json::from_str(&stdout(&r)).unwrap();
+        v["result"]["cells"].clone()
+    };
+    let count = |cells: &Value, name: &str| cells[format!("count:{name}")].as_u64().unwrap_or(0);
+    let sampled = truth["sampled_users"].as_array().unwrap();
+    assert!(sampled.len() >= 3);
+    for user in sampled {
+        let uid = user["uid"].as_i64().unwrap();
+        let cells = counters(uid);
+        for (ours, theirs) in [
+            ("followers", "followers"),
+            ("following", "following"),
+            ("posts", "posts"),
+            ("friends", "friends"),
+            ("reposts_received", "reposts_received"),
+            ("comments_received", "comments_received"),
+        ] {
+            assert_eq!(
+                count(&cells, ours),
+                user[theirs].as_u64().unwrap(),
+                "{ours} of {uid}"
+            );
+        }
+    }
+    for top in truth["top_by_followers"].as_array().unwrap() {
+        let (uid, followers) = (top[0].as_i64().unwrap(), top[1].as_u64().unwrap());
+        assert_eq!(
+            count(&counters(uid), "followers"),
+            followers,
+            "followers of {uid}"
         );
     }
 }
