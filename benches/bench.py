@@ -105,6 +105,41 @@ def load_against_happybase(out, args, results, clean, single, rows):
                     "ours_rows_s": rows / ours["seconds"], "peer_rows_s": rows / peer["seconds"],
                     "ours_mb_s": ours_r["mb_per_s"], "peer_mb_s": peer_r["mb_per_s"],
                     "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
+    anchor = java_anchor(out, args, single, f"bench{stamp}:anchor_users")
+    if anchor:
+        results[-1]["anchor"] = anchor
+
+
+JAVA_FLAGS = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED",
+              "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+              "--add-opens=java.base/java.util=ALL-UNNAMED",
+              "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED"]
+
+
+def java_anchor(out, args, single, table):
+    """HBase's native Java client (BufferedMutator, no Thrift) writing the peer's rows: the upper anchor."""
+    state = ROOT / "target" / "local-cluster"
+    zk = state / "data" / "zookeeper-port"
+    if not zk.exists():
+        print("(no zookeeper-port file: restart the cluster to measure the Java anchor)")
+        return None
+    import base64
+    import pyarrow.parquet as pq
+    table_rows = pq.read_table(single).to_pylist()
+    tsv = out / "load-users.tsv"
+    enc = lambda v: base64.b64encode(("" if v is None else str(v)).encode()).decode()
+    with open(tsv, "w") as f:
+        names = list(table_rows[0].keys()) if table_rows else []
+        f.write("\t".join(["uid"] + names) + "\n")
+        for r in table_rows:
+            f.write("\t".join([enc(r["uid"])] + [enc(r[n]) for n in names]) + "\n")
+    classpath = f"{ROOT / 'cluster' / 'target' / 'classes'}:{(state / 'classpath.txt').read_text().strip()}"
+    run = measured(["java", *JAVA_FLAGS, "-cp", classpath, "weibo.cluster.MutatorAnchor",
+                    "--zookeeper-port", zk.read_text().strip(), "--table", table, "--tsv", tsv,
+                    "--threads", str(args.writers)])
+    r = json.loads(run["stdout"].strip().splitlines()[-1])
+    r["rss_mb"] = run["rss_mb"]
+    return r
 
 
 def main():
@@ -182,6 +217,10 @@ def main():
     for r in results:
         if "ours_rows_s" in r:
             print(f"{r['stage']}: ours {r['ours_rows_s']:.0f} input rows/s, peer {r['peer_rows_s']:.0f} rows/s")
+        if "anchor" in r:
+            a = r["anchor"]
+            print(f"{r['stage']}: Java BufferedMutator anchor (no Thrift) {a['rows_per_s']} rows/s, "
+                  f"{a['mb_per_s']} MB/s; ours = {r['ours_rows_s'] / a['rows_per_s']:.2f} of the anchor")
         if "ours_mb_s" in r:
             print(f"{r['stage']}: ours {r['ours_mb_s']:.1f} MB/s, peer {r['peer_mb_s']:.1f} MB/s")
     meta = {"machine": os.uname().nodename, "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M"),

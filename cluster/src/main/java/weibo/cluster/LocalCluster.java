@@ -104,6 +104,11 @@ public final class LocalCluster {
     waitForThrift1(thriftPort);
     waitForThrift2(thrift2Port);
 
+    // Native HBase clients (the benchmark's Java anchor) find the cluster through ZooKeeper.
+    java.nio.file.Files.writeString(
+        new File(data, "zookeeper-port").toPath(),
+        util.getZkCluster().getClientPort() + "\n");
+
     Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(util), "local-cluster-shutdown"));
 
     double secs = (System.nanoTime() - started) / 1e9;
