@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""The whole nightly chain on one generated data set, stage by stage, on the local cluster.
+
+    python3 benches/pipeline.py --preset small      # ~100 k users: a few minutes
+    python3 benches/pipeline.py --preset paper      # the paper's sizes: outside CI, long
+
+Stages: gen -> clean -> load (every table) -> friends --load. Each stage runs as the CLI a cron
+job would run, with --report; this script prints, per stage, the wall time, the records it
+handled, the throughput and the peak RSS (from the report), and writes them to
+<out>/pipeline-<preset>.json. It measures; it asserts nothing but the exit codes. The data is
+regenerated unless --reuse is given and the cleaned partition exists.
+"""
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / "target" / "release" / "weibo-etl"
+DATE = "2026-11-29"
+
+
+def stage(name, cmd, report):
+    print(f"== {name}: {' '.join(map(str, cmd))}", flush=True)
+    t = time.time()
+    p = subprocess.run(list(map(str, cmd)), stderr=subprocess.PIPE, text=True)
+    secs = time.time() - t
+    if p.returncode != 0:
+        sys.exit(f"{name} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    doc = json.loads(Path(report).read_text()) if report and Path(report).exists() else {}
+    return secs, doc, p.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="small", choices=["tiny", "small", "paper"])
+    ap.add_argument("--out", default=str(ROOT / "bench-out"), help="work and results folder")
+    ap.add_argument("--writers", type=int, default=4)
+    ap.add_argument("--regions", type=int, default=8)
+    ap.add_argument("--reuse", action="store_true", help="reuse generated and cleaned data when present")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    raw, clean, graph = out / f"raw-{args.preset}", out / f"clean-{args.preset}", out / f"graph-{args.preset}"
+    ns = f"pipe{args.preset}{int(time.time())}"
+    rows = []
+
+    up = subprocess.run([BIN, "cluster", "up"], capture_output=True, text=True)
+    if up.returncode != 0:
+        sys.exit(f"cluster up failed: {up.stderr}")
+    started_here = "already running" not in up.stdout
+    try:
+        done = (clean / "users" / f"dt={DATE}" / "_SUCCESS").exists()
+        if not (args.reuse and done):
+            for d in (raw, clean, graph):
+                shutil.rmtree(d, ignore_errors=True)
+            secs, _, err = stage("gen", [BIN, "-q", "gen", "--out", raw, "--preset", args.preset], None)
+            truth = json.loads((raw / "_truth.json").read_text())
+            records = sum(e["records_in"] for e in truth["entities"].values())
+            mb = sum(f.stat().st_size for f in raw.rglob("*") if f.is_file()) / 1e6
+            rows.append({"stage": "gen", "seconds": secs, "records": records, "mb": mb})
+
+            report = out / f"clean-{args.preset}.json"
+            secs, doc, _ = stage("clean", [BIN, "-q", "--report", report, "clean", "--input", raw,
+                                           "--output", clean, "--date", DATE], report)
+            c = doc["clean"]
+            records = sum(e["records_in"] for e in c["entities"].values())
+            rows.append({"stage": "clean", "seconds": secs, "records": records,
+                         "mb": c["bytes_in"] / 1e6, "peak_rss_mb": doc.get("peak_rss_mb")})
+
+        report = out / f"load-{args.preset}.json"
+        secs, doc, _ = stage("load", [BIN, "-q", "--namespace", ns, "--report", report, "load", "--input", clean,
+                                      "--date", DATE, "--regions", args.regions, "--writers", args.writers], report)
+        l = doc["load"]
+        rows.append({"stage": "load", "seconds": secs, "records": l["rows"], "mb": l["bytes"] / 1e6,
+                     "peak_rss_mb": doc.get("peak_rss_mb"), "rows_by_table": l.get("rows_by_table")})
+
+        report = out / f"friends-{args.preset}.json"
+        secs, doc, _ = stage("friends --load", [BIN, "-q", "--namespace", ns, "--report", report, "friends",
+                                                "--input", clean / "follows", "--output", graph, "--date", DATE,
+                                                "--load", "--regions", args.regions],
+                             report)
+        f = doc["friends"]
+        rows.append({"stage": "friends --load", "seconds": secs, "records": f["edges_read"],
+                     "pairs": f["mutual_pairs"], "puts": doc.get("load", {}).get("rows"),
+                     "peak_rss_mb": doc.get("peak_rss_mb")})
+    finally:
+        if started_here:
+            subprocess.run([BIN, "cluster", "down"], capture_output=True)
+
+    print()
+    print(f"{'stage':<16} {'seconds':>9} {'records':>13} {'records/s':>11} {'MB':>9} {'MB/s':>7} {'peak MB':>8}")
+    for r in rows:
+        mb = r.get("mb")
+        print(f"{r['stage']:<16} {r['seconds']:>9.1f} {r['records']:>13,} {r['records'] / r['seconds']:>11,.0f} "
+              f"{mb if mb is not None else float('nan'):>9.1f} "
+              f"{(mb or float('nan')) / r['seconds']:>7.1f} {r.get('peak_rss_mb') or 0:>8}")
+    doc = {"preset": args.preset, "date": time.strftime("%Y-%m-%d %H:%M"), "command": " ".join(sys.argv),
+           "stages": rows}
+    path = out / f"pipeline-{args.preset}.json"
+    path.write_text(json.dumps(doc, indent=2))
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()
