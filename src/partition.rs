@@ -48,25 +48,66 @@ pub fn write_parquet_with(
     batch: Option<&RecordBatch>,
     dictionary: bool,
 ) -> Result<()> {
-    let props = WriterProperties::builder()
-        .set_dictionary_enabled(dictionary)
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(3).expect("valid level"),
-        ))
-        .set_max_row_group_size(ROW_GROUP_ROWS)
-        .set_created_by("weibo-etl".into())
-        .build();
-    let parquet_err = |e: parquet::errors::ParquetError| Error::Io {
+    let mut writer = ParquetWriter::create(fs, location, schema, dictionary)?;
+    if let Some(batch) = batch {
+        writer.write(batch)?;
+    }
+    writer.finish()
+}
+
+/// A Parquet file written batch by batch (row groups are flushed as they fill, so memory
+/// stays at one row group), committed by [`ParquetWriter::finish`].
+pub struct ParquetWriter {
+    writer: ArrowWriter<crate::hdfs::AtomicFile>,
+    location: Location,
+}
+
+impl ParquetWriter {
+    pub fn create(
+        fs: &FileSystems,
+        location: &Location,
+        schema: SchemaRef,
+        dictionary: bool,
+    ) -> Result<ParquetWriter> {
+        let props = WriterProperties::builder()
+            .set_dictionary_enabled(dictionary)
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(3).expect("valid level"),
+            ))
+            .set_max_row_group_size(ROW_GROUP_ROWS)
+            .set_created_by("weibo-etl".into())
+            .build();
+        let file = fs.create_atomic(location)?;
+        let writer = ArrowWriter::try_new(file, schema, Some(props))
+            .map_err(|e| parquet_error(location, e))?;
+        Ok(ParquetWriter {
+            writer,
+            location: location.clone(),
+        })
+    }
+
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .map_err(|e| parquet_error(&self.location, e))
+    }
+
+    /// Writes the footer and moves the file into place.
+    pub fn finish(self) -> Result<()> {
+        let location = self.location;
+        self.writer
+            .into_inner()
+            .map_err(|e| parquet_error(&location, e))?
+            .commit()
+    }
+}
+
+fn parquet_error(location: &Location, e: parquet::errors::ParquetError) -> Error {
+    Error::Io {
         op: "write parquet",
         path: location.to_string(),
         source: std::io::Error::other(e.to_string()),
-    };
-    let file = fs.create_atomic(location)?;
-    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(parquet_err)?;
-    if let Some(batch) = batch {
-        writer.write(batch).map_err(parquet_err)?;
     }
-    writer.into_inner().map_err(parquet_err)?.commit()
 }
 
 /// A partition being written: its staging folder and where it will live.

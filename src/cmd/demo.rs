@@ -148,9 +148,8 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         println!("      friends: {a} <-> {b}");
     }
     report.set("friends", &friends.stats);
-    let mut friends = friends;
     let graph = ctx.fs.parse(&args.graph)?;
-    let target = friends::write_output(&ctx.fs, &graph, &args.date, Slice::ALL, &mut friends)?;
+    let target = friends::write_output(&ctx.fs, &graph, &args.date, Slice::ALL, &friends)?;
     println!("      written under {target}");
 
     println!("[6/6] query the loaded tables");

@@ -3,10 +3,13 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
-use weibo_etl::graph::friends::{self, FriendsOptions, Slice};
+use weibo_etl::error::Result as WeiboResult;
+use weibo_etl::graph::friends::{
+    self, FriendsOptions, FriendsSink, FriendsStats, FriendsWriter, Slice,
+};
 use weibo_etl::hbase::Put;
 use weibo_etl::keys;
-use weibo_etl::load::{self, LoadOptions, Table};
+use weibo_etl::load::{self, LoadOptions, PutSink, Table};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -73,41 +76,33 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         slice,
         spill_dir: args.spill_dir.clone(),
     };
-    let result = friends::run(&ctx.fs, &args.inputs, &options).context("computing friends");
+    let outcome = (|| -> Result<(FriendsStats, String)> {
+        let output = ctx.fs.parse(&args.output)?;
+        let date = args.date.format("%Y-%m-%d").to_string();
+        // Rows stream into staged files as partitions finish; nothing is visible until the
+        // commit, and a failure leaves nothing behind.
+        let mut writer = FriendsWriter::create(&ctx.fs, &output, &date, slice)?;
+        let stats = if args.load {
+            load_hbase(ctx, &args, slice, &options, &mut writer, &mut report)?
+        } else {
+            friends::run_to(&ctx.fs, &args.inputs, &options, &mut writer)
+                .context("computing friends")?
+        };
+        let target = writer.commit().context("writing friends")?;
+        Ok((stats, target.to_string()))
+    })();
     log::debug!(
-        "friends: computed in {:.2}s, peak {} MB",
+        "friends: finished in {:.2}s, peak {} MB",
         report.seconds(),
         weibo_etl::report::peak_rss_bytes().unwrap_or(0) >> 20
     );
-    let mut result = match result {
+    let (s, target) = match outcome {
         Ok(r) => r,
         Err(e) => {
             ctx.finish_report(&report, Some(&format!("{e:#}")))?;
             return Err(e);
         }
     };
-    if args.load {
-        if let Err(e) = load_hbase(ctx, &args, slice, &result, &mut report) {
-            ctx.finish_report(&report, Some(&format!("{e:#}")))?;
-            return Err(e);
-        }
-    }
-    let output = ctx.fs.parse(&args.output)?;
-    let written = friends::write_output(
-        &ctx.fs,
-        &output,
-        &args.date.format("%Y-%m-%d").to_string(),
-        slice,
-        &mut result,
-    );
-    let target = match written {
-        Ok(t) => t,
-        Err(e) => {
-            ctx.finish_report(&report, Some(&e.to_string()))?;
-            return Err(e.into());
-        }
-    };
-    let s = &result.stats;
     eprintln!(
         "edges read {}, duplicate edges {}, self edges {}, mutual pairs {}, reciprocity {:.3}, \
          users with friends {}, partitions {}{}",
@@ -125,20 +120,22 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         }
     );
     eprintln!("written under {target}");
-    report.set("friends", s);
-    report.set("output", target.to_string());
+    report.set("friends", &s);
+    report.set("output", target);
     ctx.finish_report(&report, None)
 }
 
-/// Writes the friendships into HBase through the loader's writers.
+/// Computes the friendships while writing them into HBase through the loader's writers (and
+/// into `writer` at the same time).
 fn load_hbase(
     ctx: &Context,
     args: &Args,
     slice: Slice,
-    result: &friends::Friends,
+    options: &FriendsOptions,
+    writer: &mut FriendsWriter,
     report: &mut Report,
-) -> Result<()> {
-    let options = LoadOptions {
+) -> Result<FriendsStats> {
+    let load_options = LoadOptions {
         regions: args.regions,
         ..ctx.load_options(
             String::new(),
@@ -153,44 +150,82 @@ fn load_hbase(
              friends); sum friend_counts of all slices"
         );
     }
-    let be = |v: i64| v.to_be_bytes().to_vec();
-    let written = load::write_with(&options, &mut |put| {
-        for i in 0..result.uid_a.len() {
-            let (a, b) = (result.uid_a[i], result.uid_b[i]);
-            let since = result.since[i].map(be).unwrap_or_default();
-            put(
-                Table::Friend,
-                Put::new(keys::friend_key(a, b)).cell("r:since", since.clone()),
-            )?;
-            put(
-                Table::Friend,
-                Put::new(keys::friend_key(b, a)).cell("r:since", since),
-            )?;
-            for (x, y) in [(a, b), (b, a)] {
-                put(
-                    Table::Follow,
-                    Put::new(keys::follow_key(x, y)).cell("r:mutual", "1"),
-                )?;
-                put(
-                    Table::Fans,
-                    Put::new(keys::fans_key(y, x)).cell("r:mutual", "1"),
-                )?;
-            }
-        }
-        if whole {
-            for (uid, n) in &result.counts {
-                put(
-                    Table::User,
-                    Put::new(keys::user_key(*uid)).cell("count:friends", be(*n as i64)),
-                )?;
-            }
-        }
+    let mut stats = None;
+    let written = load::write_with(&load_options, &mut |put| {
+        let mut hbase = HBaseSink { put, whole };
+        let mut both = Both(&mut *writer, &mut hbase);
+        stats = Some(friends::run_to(&ctx.fs, &args.inputs, options, &mut both)?);
         Ok(())
-    })?;
+    })
+    .context("computing friends into HBase")?;
     eprintln!(
         "hbase: {} puts in {:.2}s into {}:friend/user/follow/fans",
         written.rows, written.seconds, ctx.global.namespace
     );
     report.set("load", &written);
-    Ok(())
+    stats.context("friends did not run")
+}
+
+/// Hands the same results to two sinks.
+struct Both<'a>(&'a mut dyn FriendsSink, &'a mut dyn FriendsSink);
+
+impl FriendsSink for Both<'_> {
+    fn pairs(&mut self, a: &[i64], b: &[i64], since: &[Option<i64>]) -> WeiboResult<()> {
+        self.0.pairs(a, b, since)?;
+        self.1.pairs(a, b, since)
+    }
+
+    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> WeiboResult<()> {
+        self.0.counts(uids, friends)?;
+        self.1.counts(uids, friends)
+    }
+}
+
+/// Friendships as HBase puts: the `friend` table both ways (`r:since`), `r:mutual` = 1 on both
+/// edges in `follow` and `fans`, and `count:friends` in `user` (whole runs only).
+struct HBaseSink<'a, 'b> {
+    put: &'a mut PutSink<'b>,
+    whole: bool,
+}
+
+impl FriendsSink for HBaseSink<'_, '_> {
+    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> WeiboResult<()> {
+        let be = |v: i64| v.to_be_bytes().to_vec();
+        for i in 0..uid_a.len() {
+            let (a, b) = (uid_a[i], uid_b[i]);
+            let since = since[i].map(be).unwrap_or_default();
+            (self.put)(
+                Table::Friend,
+                Put::new(keys::friend_key(a, b)).cell("r:since", since.clone()),
+            )?;
+            (self.put)(
+                Table::Friend,
+                Put::new(keys::friend_key(b, a)).cell("r:since", since),
+            )?;
+            for (x, y) in [(a, b), (b, a)] {
+                (self.put)(
+                    Table::Follow,
+                    Put::new(keys::follow_key(x, y)).cell("r:mutual", "1"),
+                )?;
+                (self.put)(
+                    Table::Fans,
+                    Put::new(keys::fans_key(y, x)).cell("r:mutual", "1"),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> WeiboResult<()> {
+        if self.whole {
+            for (uid, n) in uids.iter().zip(friends) {
+                (self.put)(
+                    Table::User,
+                    Put::new(keys::user_key(*uid))
+                        .cell("count:friends", (*n as i64).to_be_bytes().to_vec()),
+                )?;
+            }
+        }
+        Ok(())
+    }
 }

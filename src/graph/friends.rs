@@ -313,8 +313,35 @@ fn id_pair(follower: i64, followee: i64) -> u64 {
     (s as u64).wrapping_mul(0x1000_0000_01b3) ^ (l as u64)
 }
 
-/// Computes mutual follows over the given follows Parquet files (files or folders).
+/// Receives a run's results as they are found, batch by batch, so that no stage has to hold
+/// the whole output: friend pairs (each batch sorted by `(uid_a, uid_b)`, batches disjoint)
+/// and per-user friend counts (each uid in exactly one batch).
+pub trait FriendsSink {
+    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> Result<()>;
+    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()>;
+}
+
+/// Rows per batch handed to a [`FriendsSink`].
+const SINK_BATCH: usize = 64 * 1024;
+
+/// Computes mutual follows over the given follows Parquet files (files or folders), all in
+/// memory and sorted: for tests, the demo and other small callers. Jobs stream with
+/// [`run_to`].
 pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Result<Friends> {
+    let mut friends = Friends::default();
+    friends.stats = run_to(fs, inputs, options, &mut friends)?;
+    Ok(friends.sorted())
+}
+
+/// Computes mutual follows over the given follows Parquet files (files or folders) and hands
+/// the pairs and counts to `sink` as they are found. Memory: the packed edges (in memory) or
+/// one partition (out of core), plus the pairs of one partition.
+pub fn run_to(
+    fs: &FileSystems,
+    inputs: &[String],
+    options: &FriendsOptions,
+    sink: &mut dyn FriendsSink,
+) -> Result<FriendsStats> {
     let files: Vec<FileEntry> = fs
         .expand_inputs(inputs)?
         .into_iter()
@@ -384,57 +411,70 @@ pub fn run(fs: &FileSystems, inputs: &[String], options: &FriendsOptions) -> Res
         options.memory_budget >> 20
     );
 
-    let mut result = Friends::default();
     let mut stats = FriendsStats {
         edges_read,
         partitions,
         dictionary_encoded: matches!(coder, Coder::Dictionary(_)),
         ..FriendsStats::default()
     };
-    let pairs = if partitions == 1 {
-        mutual_in_memory(&input, &metas, &coder, options.slice, &mut stats)?
+    if partitions == 1 {
+        let pairs = mutual_in_memory(&input, &metas, &coder, options.slice, &mut stats)?;
+        stats.mutual_pairs = pairs.len() as u64;
+        emit_pairs(&coder, &pairs, sink)?;
+        // Friend counts: every pair counts once for each of its two users.
+        let mut ends: Vec<u64> = Vec::with_capacity(pairs.len() * 2);
+        ends.extend(pairs.iter().flat_map(|(p, _)| [p >> 32, p & 0xffff_ffff]));
+        drop(pairs);
+        ends.par_sort_unstable();
+        stats.users_with_friends += emit_counts(&coder, &ends, sink)?;
     } else {
-        mutual_out_of_core(&input, &coder, options, partitions, &mut stats)?
-    };
-
-    stats.mutual_pairs = pairs.len() as u64;
+        mutual_out_of_core(&input, &coder, options, partitions, &mut stats, sink)?;
+    }
     stats.reciprocity = if stats.distinct_edges > 0 {
         2.0 * stats.mutual_pairs as f64 / stats.distinct_edges as f64
     } else {
         0.0
     };
-    result.uid_a.reserve_exact(pairs.len());
-    result.uid_b.reserve_exact(pairs.len());
-    result.since.reserve_exact(pairs.len());
-    for (p, t) in pairs {
-        result.uid_a.push(coder.decode(p >> 32));
-        result.uid_b.push(coder.decode(p & 0xffff_ffff));
-        result.since.push((t != NO_TIME).then_some(t));
+    log::debug!("friends: done, peak {} MB", peak_mb());
+    Ok(stats)
+}
+
+/// Hands sorted-by-pair `(pair, since)` rows to the sink as ids, a batch at a time.
+fn emit_pairs(coder: &Coder, pairs: &[(u64, i64)], sink: &mut dyn FriendsSink) -> Result<()> {
+    let (mut a, mut b, mut since) = (Vec::new(), Vec::new(), Vec::new());
+    for chunk in pairs.chunks(SINK_BATCH) {
+        a.clear();
+        b.clear();
+        since.clear();
+        for (p, t) in chunk {
+            a.push(coder.decode(p >> 32));
+            b.push(coder.decode(p & 0xffff_ffff));
+            since.push((*t != NO_TIME).then_some(*t));
+        }
+        sink.pairs(&a, &b, &since)?;
     }
-    // Friend counts: `uid_a` is already sorted (pairs are), so only `uid_b` needs sorting;
-    // a merge of the two sorted runs counts each user's pairs.
-    let mut b_sorted = result.uid_b.clone();
-    b_sorted.par_sort_unstable();
-    let mut counts: Vec<(i64, u64)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    let (a, b) = (&result.uid_a, &b_sorted);
-    while i < a.len() || j < b.len() {
-        let uid = if j == b.len() || (i < a.len() && a[i] <= b[j]) {
-            i += 1;
-            a[i - 1]
-        } else {
-            j += 1;
-            b[j - 1]
-        };
-        match counts.last_mut() {
-            Some((last, n)) if *last == uid => *n += 1,
-            _ => counts.push((uid, 1)),
+    Ok(())
+}
+
+/// Hands the counts of sorted user codes (one entry per pair end) to the sink; returns how
+/// many users there were.
+fn emit_counts(coder: &Coder, sorted_ends: &[u64], sink: &mut dyn FriendsSink) -> Result<u64> {
+    let (mut uids, mut counts) = (Vec::new(), Vec::new());
+    let mut users = 0;
+    for run in sorted_ends.chunk_by(|x, y| x == y) {
+        uids.push(coder.decode(run[0]));
+        counts.push(run.len() as u64);
+        users += 1;
+        if uids.len() == SINK_BATCH {
+            sink.counts(&uids, &counts)?;
+            uids.clear();
+            counts.clear();
         }
     }
-    stats.users_with_friends = counts.len() as u64;
-    result.counts = counts;
-    result.stats = stats;
-    Ok(result)
+    if !uids.is_empty() {
+        sink.counts(&uids, &counts)?;
+    }
+    Ok(users)
 }
 
 fn peak_mb() -> u64 {
@@ -718,15 +758,17 @@ fn mutual_in_memory(
 }
 
 /// The out-of-core path: edges are hash-partitioned by pair into spill files (decoded in
-/// parallel, one batch at a time), then each partition is read back, sorted and scanned on
-/// its own. Memory: one partition (about the budget) plus the pairs found so far.
+/// parallel, one batch at a time); each partition is then read back, sorted and scanned on its
+/// own, its pairs go to the sink and their two ends to a second spill, partitioned by user,
+/// from which the counts are made one partition at a time. Memory: about one partition.
 fn mutual_out_of_core(
     input: &Input,
     coder: &Coder,
     options: &FriendsOptions,
     partitions: u32,
     stats: &mut FriendsStats,
-) -> Result<Vec<(u64, i64)>> {
+    sink: &mut dyn FriendsSink,
+) -> Result<()> {
     let spill = Spill::create(
         options.spill_dir.as_deref(),
         partitions,
@@ -745,7 +787,7 @@ fn mutual_out_of_core(
                     Ok(())
                 })?;
                 edges += batch.len();
-                spill.append(&mut batch)
+                spill_edges(&spill, &mut batch)
             })?;
             Ok(FilePacked {
                 edges,
@@ -755,20 +797,82 @@ fn mutual_out_of_core(
         })
         .collect::<Result<_>>()?;
     spill.finish()?;
+    log::debug!("friends: edges spilled, peak {} MB", peak_mb());
     let mut aside = AsideTimes::default();
     for file in filled {
         stats.self_edges += file.self_edges;
         aside.0.extend(file.aside);
     }
     let aside = aside.seal();
-    let mut pairs = Vec::new();
+    let ends = Spill::create(
+        options.spill_dir.as_deref(),
+        partitions,
+        options.memory_budget,
+    )?;
+    let user_partition =
+        |code: u64| (bucket(code, 0x51_7cc1_b727_220a) % partitions as u64) as usize;
+    let mut grouped: Vec<Vec<u8>> = vec![Vec::new(); partitions as usize];
+    // One buffer serves every partition: a fresh one each time would leave the allocator
+    // holding the last one's pages too.
+    let largest = (0..partitions)
+        .map(|p| spill.len(p))
+        .collect::<Result<Vec<u64>>>()?
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    let mut edges: Vec<PackedEdge> = Vec::with_capacity(largest as usize / PACKED_EDGE_BYTES);
     for p in 0..partitions {
-        let mut edges = spill.read(p)?;
+        spill.read_edges(p, &mut edges)?;
+        spill.remove(p)?;
         edges.par_sort_unstable_by_key(|e| e.key);
-        pairs.extend(scan_sorted(&edges, &aside, stats));
+        let pairs = scan_sorted(&edges, &aside, stats);
+        stats.mutual_pairs += pairs.len() as u64;
+        log::debug!("friends: partition {p} scanned, peak {} MB", peak_mb());
+        emit_pairs(coder, &pairs, sink)?;
+        for (pair, _) in &pairs {
+            for code in [pair >> 32, pair & 0xffff_ffff] {
+                grouped[user_partition(code)].extend_from_slice(&code.to_le_bytes());
+            }
+        }
+        for (q, bytes) in grouped.iter_mut().enumerate() {
+            if !bytes.is_empty() {
+                ends.write(q, bytes)?;
+                bytes.clear();
+            }
+        }
     }
-    pairs.par_sort_unstable_by_key(|(pair, _)| *pair);
-    Ok(pairs)
+    drop(edges);
+    ends.finish()?;
+    let mut codes: Vec<u64> = Vec::new();
+    for q in 0..partitions {
+        codes.clear();
+        codes.extend(
+            ends.read(q)?
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
+        );
+        ends.remove(q)?;
+        codes.par_sort_unstable();
+        stats.users_with_friends += emit_counts(coder, &codes, sink)?;
+    }
+    Ok(())
+}
+
+/// Appends a batch of edges to their pair partitions, grouped so each writer is locked once
+/// per batch.
+fn spill_edges(spill: &Spill, batch: &mut [PackedEdge]) -> Result<()> {
+    let partition = |key: u64| spill.partition_of(bucket(key >> 1, 0x2545_f491_4f6c_dd1d));
+    batch.sort_unstable_by_key(|e| partition(e.key));
+    let mut bytes = Vec::with_capacity(batch.len() * PACKED_EDGE_BYTES);
+    for group in batch.chunk_by(|x, y| partition(x.key) == partition(y.key)) {
+        bytes.clear();
+        for e in group {
+            bytes.extend_from_slice(&{ e.key }.to_le_bytes());
+            bytes.extend_from_slice(&{ e.time }.to_le_bytes());
+        }
+        spill.write(partition(group[0].key), &bytes)?;
+    }
+    Ok(())
 }
 
 /// Sorted distinct ids of the input, built chunk by chunk so memory stays near the size of
@@ -810,7 +914,7 @@ fn build_dictionary(input: &Input) -> Result<Vec<i64>> {
     Ok(ids)
 }
 
-/// Spill files of packed edges, one per hash partition of the pair.
+/// Spill files, one per hash partition; records are bytes to it (callers encode them).
 struct Spill {
     dir: tempfile::TempDir,
     writers: Vec<std::sync::Mutex<BufWriter<File>>>,
@@ -842,25 +946,13 @@ impl Spill {
         Ok(Spill { dir, writers })
     }
 
-    fn partition(&self, key: u64) -> usize {
-        (bucket(key >> 1, 0x2545_f491_4f6c_dd1d) % self.writers.len() as u64) as usize
+    fn partition_of(&self, hash: u64) -> usize {
+        (hash % self.writers.len() as u64) as usize
     }
 
-    /// Appends a batch of edges, grouped by partition so each writer is locked once per batch.
-    fn append(&self, batch: &mut [PackedEdge]) -> Result<()> {
-        batch.sort_unstable_by_key(|e| self.partition(e.key));
-        let mut bytes = Vec::with_capacity(batch.len() * PACKED_EDGE_BYTES);
-        for group in batch.chunk_by(|x, y| self.partition(x.key) == self.partition(y.key)) {
-            bytes.clear();
-            for e in group {
-                bytes.extend_from_slice(&{ e.key }.to_le_bytes());
-                bytes.extend_from_slice(&{ e.time }.to_le_bytes());
-            }
-            let p = self.partition(group[0].key);
-            let mut w = self.writers[p].lock().unwrap_or_else(|e| e.into_inner());
-            w.write_all(&bytes).map_err(|e| self.err(e))?;
-        }
-        Ok(())
+    fn write(&self, p: usize, bytes: &[u8]) -> Result<()> {
+        let mut w = self.writers[p].lock().unwrap_or_else(|e| e.into_inner());
+        w.write_all(bytes).map_err(|e| self.err(e))
     }
 
     fn finish(&self) -> Result<()> {
@@ -873,20 +965,59 @@ impl Spill {
         Ok(())
     }
 
+    fn path(&self, p: u32) -> PathBuf {
+        self.dir.path().join(format!("p{p:05}.bin"))
+    }
+
+    /// Bytes spilled into partition `p` (after [`Spill::finish`]).
+    fn len(&self, p: u32) -> Result<u64> {
+        std::fs::metadata(self.path(p))
+            .map(|m| m.len())
+            .map_err(|e| self.err(e))
+    }
+
     /// A whole partition, read back.
-    fn read(&self, p: u32) -> Result<Vec<PackedEdge>> {
-        let path = self.dir.path().join(format!("p{p:05}.bin"));
+    fn read(&self, p: u32) -> Result<Vec<u8>> {
         let mut bytes = Vec::new();
-        File::open(&path)
+        File::open(self.path(p))
             .and_then(|mut f| f.read_to_end(&mut bytes))
             .map_err(|e| self.err(e))?;
-        Ok(bytes
-            .chunks_exact(PACKED_EDGE_BYTES)
-            .map(|r| PackedEdge {
-                key: u64::from_le_bytes(r[..8].try_into().expect("8 bytes")),
-                time: u32::from_le_bytes(r[8..].try_into().expect("4 bytes")),
-            })
-            .collect())
+        Ok(bytes)
+    }
+
+    /// A partition of packed edges, decoded as it is read (never the bytes and the edges at
+    /// once: a partition is about the whole memory budget).
+    fn read_edges(&self, p: u32, edges: &mut Vec<PackedEdge>) -> Result<()> {
+        let mut file = File::open(self.path(p)).map_err(|e| self.err(e))?;
+        let len = file.metadata().map_err(|e| self.err(e))?.len() as usize;
+        edges.clear();
+        edges.reserve_exact(len / PACKED_EDGE_BYTES);
+        let mut buf = vec![0u8; PACKED_EDGE_BYTES * 65536];
+        loop {
+            let mut filled = 0;
+            while filled < buf.len() {
+                match file.read(&mut buf[filled..]).map_err(|e| self.err(e))? {
+                    0 => break,
+                    n => filled += n,
+                }
+            }
+            edges.extend(
+                buf[..filled]
+                    .chunks_exact(PACKED_EDGE_BYTES)
+                    .map(|r| PackedEdge {
+                        key: u64::from_le_bytes(r[..8].try_into().expect("8 bytes")),
+                        time: u32::from_le_bytes(r[8..].try_into().expect("4 bytes")),
+                    }),
+            );
+            if filled < buf.len() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Frees a partition's disk once it has been read.
+    fn remove(&self, p: u32) -> Result<()> {
+        std::fs::remove_file(self.path(p)).map_err(|e| self.err(e))
     }
 
     fn err(&self, e: std::io::Error) -> Error {
@@ -919,103 +1050,192 @@ pub fn counts_schema() -> SchemaRef {
     ]))
 }
 
-impl Friends {
-    /// The friends rows as a batch (the result's vectors move into it).
-    pub fn pairs_batch(&mut self) -> Result<RecordBatch> {
-        RecordBatch::try_new(
-            friends_schema(),
-            vec![
-                Arc::new(Int64Array::from(std::mem::take(&mut self.uid_a))),
-                Arc::new(Int64Array::from(std::mem::take(&mut self.uid_b))),
-                Arc::new(
-                    TimestampMillisecondArray::from(std::mem::take(&mut self.since))
-                        .with_timezone("UTC"),
-                ),
-            ],
-        )
-        .map_err(|e| Error::Io {
-            op: "build friends batch",
-            path: "-".into(),
-            source: std::io::Error::other(e.to_string()),
-        })
+impl FriendsSink for Friends {
+    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> Result<()> {
+        self.uid_a.extend_from_slice(uid_a);
+        self.uid_b.extend_from_slice(uid_b);
+        self.since.extend_from_slice(since);
+        Ok(())
     }
 
-    pub fn counts_batch(&self) -> Result<RecordBatch> {
-        RecordBatch::try_new(
-            counts_schema(),
-            vec![
-                Arc::new(Int64Array::from_iter_values(
-                    self.counts.iter().map(|(u, _)| *u),
-                )),
-                Arc::new(Int64Array::from_iter_values(
-                    self.counts.iter().map(|(_, n)| *n as i64),
-                )),
-            ],
-        )
-        .map_err(|e| Error::Io {
-            op: "build counts batch",
-            path: "-".into(),
-            source: std::io::Error::other(e.to_string()),
-        })
+    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()> {
+        self.counts
+            .extend(uids.iter().copied().zip(friends.iter().copied()));
+        Ok(())
     }
 }
 
-/// Writes a result as `<output>/friends/dt=<date>/` and `<output>/friend_counts/dt=<date>/`
-/// (or their `slice=i-of-N/` sub-folders for a sliced run), each committed atomically.
-/// Returns where the friends rows went.
+impl Friends {
+    /// Pairs sorted by `(uid_a, uid_b)`, counts by uid (batches of an out-of-core run arrive
+    /// in partition order).
+    fn sorted(mut self) -> Friends {
+        let mut rows: Vec<(i64, i64, Option<i64>)> = self
+            .uid_a
+            .iter()
+            .zip(&self.uid_b)
+            .zip(&self.since)
+            .map(|((a, b), s)| (*a, *b, *s))
+            .collect();
+        rows.sort_unstable();
+        self.uid_a = rows.iter().map(|r| r.0).collect();
+        self.uid_b = rows.iter().map(|r| r.1).collect();
+        self.since = rows.iter().map(|r| r.2).collect();
+        self.counts.sort_unstable();
+        self
+    }
+}
+
+fn batch_error(e: arrow::error::ArrowError) -> Error {
+    Error::Io {
+        op: "build friends batch",
+        path: "-".into(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// Writes a run's output as `<output>/friends/dt=<date>/` and
+/// `<output>/friend_counts/dt=<date>/` (or their `slice=i-of-N/` sub-folders for a sliced
+/// run), streamed batch by batch into staged files; [`FriendsWriter::commit`] makes both
+/// partitions appear at once, and dropping the writer without committing leaves nothing.
+pub struct FriendsWriter {
+    fs: FileSystems,
+    staged: Vec<crate::partition::Staged>,
+    pairs: Option<crate::partition::ParquetWriter>,
+    counts: Option<crate::partition::ParquetWriter>,
+}
+
+impl FriendsWriter {
+    pub fn create(
+        fs: &FileSystems,
+        output: &Location,
+        date: &str,
+        slice: Slice,
+    ) -> Result<FriendsWriter> {
+        use crate::partition::{self, ParquetWriter, Staged};
+        let dt = format!("dt={date}");
+        let tag = partition::run_tag();
+        let stage = |table: &str| {
+            let parent = output.join(table);
+            if slice == Slice::ALL {
+                Staged::new(&parent, &dt, &tag)
+            } else {
+                Staged::new(
+                    &parent.join(&dt),
+                    &format!("slice={}-of-{}", slice.index, slice.count),
+                    &tag,
+                )
+            }
+        };
+        let staged = vec![stage("friends"), stage("friend_counts")];
+        let mut writer = FriendsWriter {
+            fs: fs.clone(),
+            staged,
+            pairs: None,
+            counts: None,
+        };
+        // Ids and times are nearly all distinct: dictionary encoding would only cost.
+        let part = |s: &Staged| s.tmp.join("part-00000.parquet");
+        writer.pairs = Some(ParquetWriter::create(
+            fs,
+            &part(&writer.staged[0]),
+            friends_schema(),
+            false,
+        )?);
+        writer.counts = Some(ParquetWriter::create(
+            fs,
+            &part(&writer.staged[1]),
+            counts_schema(),
+            false,
+        )?);
+        Ok(writer)
+    }
+
+    /// Finishes both files and commits both partitions; returns where the friends rows are.
+    pub fn commit(mut self) -> Result<Location> {
+        let finished = (|| -> Result<()> {
+            if let Some(w) = self.pairs.take() {
+                w.finish()?;
+            }
+            if let Some(w) = self.counts.take() {
+                w.finish()?;
+            }
+            crate::partition::commit(&self.fs, &self.staged)
+        })();
+        let target = self.staged[0].target.clone();
+        match finished {
+            Ok(()) => {
+                self.staged.clear();
+                Ok(target)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Drop for FriendsWriter {
+    fn drop(&mut self) {
+        // Not committed: the staged folders go (they are hidden in any case).
+        drop(self.pairs.take());
+        drop(self.counts.take());
+        crate::partition::abandon(&self.fs, &self.staged);
+    }
+}
+
+impl FriendsSink for FriendsWriter {
+    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> Result<()> {
+        let batch = RecordBatch::try_new(
+            friends_schema(),
+            vec![
+                Arc::new(Int64Array::from(uid_a.to_vec())),
+                Arc::new(Int64Array::from(uid_b.to_vec())),
+                Arc::new(TimestampMillisecondArray::from(since.to_vec()).with_timezone("UTC")),
+            ],
+        )
+        .map_err(batch_error)?;
+        match &mut self.pairs {
+            Some(w) => w.write(&batch),
+            None => Ok(()),
+        }
+    }
+
+    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()> {
+        let batch = RecordBatch::try_new(
+            counts_schema(),
+            vec![
+                Arc::new(Int64Array::from(uids.to_vec())),
+                Arc::new(Int64Array::from_iter_values(
+                    friends.iter().map(|n| *n as i64),
+                )),
+            ],
+        )
+        .map_err(batch_error)?;
+        match &mut self.counts {
+            Some(w) => w.write(&batch),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Writes an in-memory result (see [`run`]) the way a streamed run writes it.
 pub fn write_output(
     fs: &FileSystems,
     output: &Location,
     date: &str,
     slice: Slice,
-    result: &mut Friends,
+    result: &Friends,
 ) -> Result<Location> {
-    use crate::partition::{self, Staged};
-    let dt = format!("dt={date}");
-    let tag = partition::run_tag();
-    let stage = |table: &str| {
-        let parent = output.join(table);
-        if slice == Slice::ALL {
-            Staged::new(&parent, &dt, &tag)
-        } else {
-            Staged::new(
-                &parent.join(&dt),
-                &format!("slice={}-of-{}", slice.index, slice.count),
-                &tag,
-            )
-        }
-    };
-    let staged = vec![stage("friends"), stage("friend_counts")];
-    let written = (|| -> Result<()> {
-        // Ids and times are nearly all distinct: dictionary encoding would only cost. The two
-        // tables are written side by side: encoding and compression are single-threaded.
-        let (pairs, counts) = (result.pairs_batch()?, result.counts_batch()?);
-        let (a, b) = rayon::join(
-            || {
-                partition::write_parquet_with(
-                    fs,
-                    &staged[0].tmp.join("part-00000.parquet"),
-                    friends_schema(),
-                    Some(&pairs),
-                    false,
-                )
-            },
-            || {
-                partition::write_parquet_with(
-                    fs,
-                    &staged[1].tmp.join("part-00000.parquet"),
-                    counts_schema(),
-                    Some(&counts),
-                    false,
-                )
-            },
-        );
-        a.and(b)?;
-        partition::commit(fs, &staged)
-    })();
-    if let Err(e) = written {
-        partition::abandon(fs, &staged);
-        return Err(e);
+    let mut writer = FriendsWriter::create(fs, output, date, slice)?;
+    for start in (0..result.uid_a.len()).step_by(SINK_BATCH) {
+        let end = (start + SINK_BATCH).min(result.uid_a.len());
+        writer.pairs(
+            &result.uid_a[start..end],
+            &result.uid_b[start..end],
+            &result.since[start..end],
+        )?;
     }
-    Ok(staged[0].target.clone())
+    for chunk in result.counts.chunks(SINK_BATCH) {
+        let (uids, counts): (Vec<i64>, Vec<u64>) = chunk.iter().copied().unzip();
+        writer.counts(&uids, &counts)?;
+    }
+    writer.commit()
 }
