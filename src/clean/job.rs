@@ -41,6 +41,10 @@ use crate::raw::{self, FileSummary, Format, Item};
 const CHUNK_ROWS: usize = 4096;
 /// Raw bytes per spill partition: what one partition's dedupe holds in memory, roughly.
 const PARTITION_BYTES: u64 = 64 << 20;
+/// Write buffers of all spill files together. The number of files grows with the input (one
+/// per entity and partition), so each file's buffer shrinks instead: a fixed 1 MiB each was
+/// ~1 GB of buffers on a 12 GB input.
+const SPILL_BUFFER_BYTES: usize = 64 << 20;
 
 /// What to clean and where to put it.
 #[derive(Clone, Debug)]
@@ -140,6 +144,8 @@ type SpillWriter = Mutex<Option<StreamWriter<BufWriter<File>>>>;
 struct SpillSet {
     dir: tempfile::TempDir,
     partitions: usize,
+    /// Write buffer of each spill file.
+    buffer: usize,
     writers: HashMap<(Entity, usize), SpillWriter>,
 }
 
@@ -157,9 +163,11 @@ impl SpillSet {
                 writers.insert((entity, p), Mutex::new(None));
             }
         }
+        let files = partitions * Entity::ALL.len();
         Ok(SpillSet {
             dir,
             partitions,
+            buffer: (SPILL_BUFFER_BYTES / files.max(1)).clamp(16 << 10, 1 << 20),
             writers,
         })
     }
@@ -189,7 +197,7 @@ impl SpillSet {
                 source: e,
             })?;
             let writer = StreamWriter::try_new(
-                BufWriter::with_capacity(1 << 20, file),
+                BufWriter::with_capacity(self.buffer, file),
                 &columns::spill_schema(entity),
             )
             .map_err(arrow_err("spill"))?;
