@@ -2,7 +2,7 @@
 """The whole nightly chain on one generated data set, stage by stage, on the local cluster.
 
     python3 benches/pipeline.py --preset small      # ~100 k users: a few minutes
-    python3 benches/pipeline.py --preset paper      # the paper's sizes: outside CI, long
+    python3 benches/pipeline.py --preset paper --drop-raw   # the paper's sizes: outside CI, long
 
 Stages: gen -> clean -> load (every table) -> friends --load. Each stage runs as the CLI a cron
 job would run, with --report; this script prints, per stage, the wall time, the records it
@@ -40,7 +40,11 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "bench-out"), help="work and results folder")
     ap.add_argument("--writers", type=int, default=4)
     ap.add_argument("--regions", type=int, default=8)
+    ap.add_argument("--compression", default="zstd", choices=["none", "snappy", "gz", "zstd"],
+                    help="block compression of the created tables (the paper preset needs it for disk)")
     ap.add_argument("--reuse", action="store_true", help="reuse generated and cleaned data when present")
+    ap.add_argument("--drop-raw", action="store_true",
+                    help="delete the raw data once cleaned (the paper preset's 12.6 GB, for disk)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -71,10 +75,13 @@ def main():
             records = sum(e["records_in"] for e in c["entities"].values())
             rows.append({"stage": "clean", "seconds": secs, "records": records,
                          "mb": c["bytes_in"] / 1e6, "peak_rss_mb": doc.get("peak_rss_mb")})
+            if args.drop_raw:
+                shutil.rmtree(raw, ignore_errors=True)
 
         report = out / f"load-{args.preset}.json"
         secs, doc, _ = stage("load", [BIN, "-q", "--namespace", ns, "--report", report, "load", "--input", clean,
-                                      "--date", DATE, "--regions", args.regions, "--writers", args.writers], report)
+                                      "--date", DATE, "--regions", args.regions, "--writers", args.writers,
+                                      "--compression", args.compression], report)
         l = doc["load"]
         rows.append({"stage": "load", "seconds": secs, "records": l["rows"], "mb": l["bytes"] / 1e6,
                      "peak_rss_mb": doc.get("peak_rss_mb"), "rows_by_table": l.get("rows_by_table")})

@@ -77,6 +77,10 @@ public final class LocalCluster {
     // A region server that hosts the regions of a pre-split table right away: no balancer churn.
     conf.setBoolean("hbase.balancer.tablesOnMaster", false);
     conf.setInt("hbase.regionserver.handler.count", 30);
+    // Compacted-away HFiles and rolled WALs are garbage on a throwaway cluster: keep them one
+    // minute, not 5 and 10, or a large load fills the disk with them (seen: 22 GB of 37).
+    conf.setLong("hbase.master.hfilecleaner.ttl", 60_000L);
+    conf.setLong("hbase.master.logcleaner.ttl", 60_000L);
     // Thrift workers: one per client connection (the loader opens one per writer).
     conf.setInt("hbase.thrift.minWorkerThreads", 16);
     conf.setInt("hbase.thrift.maxWorkerThreads", 256);
