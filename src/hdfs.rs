@@ -406,15 +406,22 @@ impl FileSystems {
         }
     }
 
+    fn hdfs_reader(
+        &self,
+        authority: &str,
+        path: &str,
+        location: &Location,
+    ) -> Result<hdfs_native::sync::FileReader> {
+        self.client(authority)?
+            .read(path)
+            .map_err(|e| hdfs_error("open", location, e))
+    }
+
     /// A streaming reader over the whole file.
     pub fn open(&self, location: &Location) -> Result<Box<dyn Read + Send>> {
         match location {
             Location::Hdfs { authority, path } => {
-                let reader = self
-                    .client(authority)?
-                    .read(path)
-                    .map_err(|e| hdfs_error("open", location, e))?;
-                Ok(Box::new(reader))
+                Ok(Box::new(self.hdfs_reader(authority, path, location)?))
             }
             Location::Local(p) => {
                 let file = fs::File::open(p).map_err(|e| io_error("open", location, e))?;
@@ -427,10 +434,7 @@ impl FileSystems {
     pub fn read_to_vec(&self, location: &Location) -> Result<Vec<u8>> {
         match location {
             Location::Hdfs { authority, path } => {
-                let reader = self
-                    .client(authority)?
-                    .read(path)
-                    .map_err(|e| hdfs_error("open", location, e))?;
+                let reader = self.hdfs_reader(authority, path, location)?;
                 let mut buf = vec![0u8; reader.file_length()];
                 reader
                     .read_range_buf(&mut buf, 0)
@@ -445,11 +449,9 @@ impl FileSystems {
     /// column chunks they need).
     pub fn open_random(&self, location: &Location) -> Result<RandomAccessFile> {
         let inner = match location {
-            Location::Hdfs { authority, path } => RandomAccess::Hdfs(Box::new(
-                self.client(authority)?
-                    .read(path)
-                    .map_err(|e| hdfs_error("open", location, e))?,
-            )),
+            Location::Hdfs { authority, path } => {
+                RandomAccess::Hdfs(Box::new(self.hdfs_reader(authority, path, location)?))
+            }
             Location::Local(p) => {
                 RandomAccess::Local(fs::File::open(p).map_err(|e| io_error("open", location, e))?)
             }

@@ -137,18 +137,10 @@ pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
 }
 
 /// Recognises a MediaCrawler CSV header. `created_at` needs two columns and the crawl time,
-/// so it is filled by [`fix_created_at`] rather than by the column mapping.
+/// so it is filled by [`fix_row`] rather than by the column mapping.
 pub fn header(names: &[String]) -> Option<Mapped> {
     let (entity, fields) = kind(&|k| names.iter().any(|n| n == k))?;
-    let mapping = names
-        .iter()
-        .map(|n| {
-            fields
-                .iter()
-                .find(|(theirs, _)| theirs == n)
-                .and_then(|(_, ours)| entity.field_index(ours))
-        })
-        .collect();
+    let mapping = Mapped::table_mapping(entity, names, fields);
     let column = |k: &str| names.iter().position(|n| n == k);
     let times = (entity != Entity::Users).then(|| CsvTimes {
         create_date_time: column("create_date_time"),

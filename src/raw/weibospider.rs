@@ -67,6 +67,23 @@ impl Mapped {
         }
     }
 
+    /// Header columns mapped through a `(theirs, ours)` table onto `entity`'s fields.
+    pub fn table_mapping(
+        entity: Entity,
+        names: &[String],
+        table: &[(&str, &str)],
+    ) -> Vec<Option<usize>> {
+        names
+            .iter()
+            .map(|n| {
+                table
+                    .iter()
+                    .find(|(theirs, _)| theirs == n)
+                    .and_then(|(_, ours)| entity.field_index(ours))
+            })
+            .collect()
+    }
+
     /// The mapping for a row of `len` fields, if the header allows that length.
     pub fn for_len(&self, len: usize) -> Option<&[Option<usize>]> {
         if len == self.mapping.len() || (self.short_rows_ok && len < self.mapping.len() && len > 1)
@@ -166,16 +183,10 @@ pub fn crawler_other_header(names: &[String]) -> Option<Mapped> {
     } else {
         return None;
     };
-    let mapping = names
-        .iter()
-        .map(|n| {
-            columns
-                .iter()
-                .find(|(theirs, _)| theirs == n)
-                .and_then(|(_, ours)| entity.field_index(ours))
-        })
-        .collect();
-    Some(Mapped::columns(entity, mapping))
+    Some(Mapped::columns(
+        entity,
+        Mapped::table_mapping(entity, names, columns),
+    ))
 }
 
 fn uid_from_path(entity: Entity, path: &str) -> Vec<(usize, String)> {
@@ -199,15 +210,7 @@ pub fn header(names: &[String], path: &str) -> Option<Mapped> {
         return None;
     }
     let entity = Entity::Posts;
-    let mapping = names
-        .iter()
-        .map(|n| {
-            COLUMNS
-                .iter()
-                .find(|(theirs, _)| theirs == n)
-                .and_then(|(_, ours)| entity.field_index(ours))
-        })
-        .collect();
+    let mapping = Mapped::table_mapping(entity, names, COLUMNS);
     Some(Mapped {
         constants: uid_from_path(entity, path),
         ..Mapped::columns(entity, mapping)
