@@ -344,3 +344,46 @@ fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
     ]));
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A run that fails half-way (here: `--load` against a gateway nobody listens on) leaves the
+/// previous output untouched and no staged files behind, and exits with the unreachable-HBase
+/// code.
+#[test]
+fn a_failed_run_leaves_the_previous_output_and_nothing_staged() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("follows.parquet");
+    write_follows(&input, &random_graph(11, 200, 1_500, 0.3, 1));
+    let out = dir.path().join("graph");
+    let friends = |extra: &[&str]| {
+        run(bin()
+            .args(["-q", "--hbase", "127.0.0.1:1", "friends", "--input"])
+            .arg(&input)
+            .arg("--output")
+            .arg(&out)
+            .args(["--date", "2026-11-29"])
+            .args(extra))
+    };
+    let first = friends(&[]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let before = crate::test_clean::tree(&out);
+    assert!(before.keys().any(|k| k.ends_with("_SUCCESS")));
+
+    let failed = friends(&["--load"]);
+    assert_eq!(failed.status.code(), Some(5), "{}", stderr(&failed));
+    assert_eq!(
+        crate::test_clean::tree(&out),
+        before,
+        "a failed run changed the output"
+    );
+    let mut stack = vec![out.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.starts_with("_tmp"), "left behind: {}", path.display());
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+}
