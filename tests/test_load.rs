@@ -37,6 +37,13 @@ fn table_digest(conn: &mut Connection, table: &str) -> (u64, String) {
     (n, format!("{:x}", h.finalize()))
 }
 
+/// One row that must exist.
+fn row(conn: &mut Connection, table: &str, key: &[u8]) -> weibo_etl::hbase::Row {
+    conn.get(table, key)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no row {key:02x?} in {table}"))
+}
+
 /// `load` of `input` into `ns`, small batches so several units and batches are in play.
 fn load_cmd(input: &Path, ns: &str) -> std::process::Command {
     let mut cmd = bin();
@@ -417,36 +424,28 @@ fn friends_load_writes_friend_rows_counts_and_mutual_flags() {
     let mut sorted = ids.clone();
     sorted.sort();
     assert_eq!(sorted, vec![1669879400, 5872301234]);
-    let user = conn
-        .get(
-            &format!("{ns}:user"),
-            &weibo_etl::keys::user_key(1195230310),
-        )
-        .unwrap()
-        .unwrap();
+    let user = row(
+        &mut conn,
+        &format!("{ns}:user"),
+        &weibo_etl::keys::user_key(1195230310),
+    );
     assert_eq!(user.get("count:friends").unwrap(), 2i64.to_be_bytes());
-    let edge = conn
-        .get(
-            &format!("{ns}:follow"),
-            &weibo_etl::keys::follow_key(1669879400, 1195230310),
-        )
-        .unwrap()
-        .unwrap();
+    let edge = row(
+        &mut conn,
+        &format!("{ns}:follow"),
+        &weibo_etl::keys::follow_key(1669879400, 1195230310),
+    );
     assert_eq!(edge.get("r:mutual"), Some(&b"1"[..]));
-    let one_way = conn
-        .get(
-            &format!("{ns}:follow"),
-            &weibo_etl::keys::follow_key(6012345678, 1669879400),
-        )
-        .unwrap()
-        .unwrap();
+    let one_way = row(
+        &mut conn,
+        &format!("{ns}:follow"),
+        &weibo_etl::keys::follow_key(6012345678, 1669879400),
+    );
     assert_eq!(one_way.get("r:mutual"), None);
-    let fan = conn
-        .get(
-            &format!("{ns}:fans"),
-            &weibo_etl::keys::fans_key(1195230310, 5872301234),
-        )
-        .unwrap()
-        .unwrap();
+    let fan = row(
+        &mut conn,
+        &format!("{ns}:fans"),
+        &weibo_etl::keys::fans_key(1195230310, 5872301234),
+    );
     assert_eq!(fan.get("r:mutual"), Some(&b"1"[..]));
 }

@@ -226,9 +226,17 @@ pub fn read_jsonl(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::clean::Entity;
+
+    /// A JSON object literal, for the crawler-record tests of the sibling readers.
+    pub(crate) fn obj(json: &str) -> serde_json::Map<String, Value> {
+        match serde_json::from_str(json).unwrap() {
+            Value::Object(m) => m,
+            _ => unreachable!("not an object: {json}"),
+        }
+    }
 
     fn items_csv(text: &str, path: &str) -> Vec<Item> {
         let mut out = Vec::new();

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 
 use super::canonical::value_text;
 use super::weibospider::Mapped;
+use crate::clean::values::parse_crawl_time;
 use crate::clean::{Entity, RawRecord};
 
 /// MediaCrawler field → canonical field, per entity (`created_at` is handled apart).
@@ -90,13 +91,8 @@ fn set_created_at(
     create_time: Option<&str>,
     crawl: Option<&str>,
 ) {
-    let crawl_ms = crawl.and_then(|c| c.trim().parse::<i64>().ok()).map(|v| {
-        if v < 100_000_000_000 {
-            v * 1000
-        } else {
-            v
-        }
-    });
+    // The cleaner's own reading of a crawl time (epoch s or ms, or a date).
+    let crawl_ms = crawl.and_then(|c| parse_crawl_time(c).ok());
     match (
         create_date_time.filter(|s| !s.trim().is_empty()),
         create_time,
@@ -188,12 +184,7 @@ pub fn fix_row<'a>(
 mod tests {
     use super::*;
 
-    fn obj(json: &str) -> Map<String, Value> {
-        match serde_json::from_str(json).unwrap() {
-            Value::Object(m) => m,
-            _ => unreachable!(),
-        }
-    }
+    use crate::raw::canonical::tests::obj;
 
     fn field(entity: Entity, r: &RawRecord, name: &str) -> Option<String> {
         r.field(entity.field_index(name).unwrap())

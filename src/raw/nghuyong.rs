@@ -194,12 +194,7 @@ fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
 mod tests {
     use super::*;
 
-    fn obj(json: &str) -> Map<String, Value> {
-        match serde_json::from_str(json).unwrap() {
-            Value::Object(m) => m,
-            _ => unreachable!(),
-        }
-    }
+    use crate::raw::canonical::tests::obj;
 
     fn edge(json: &str) -> (String, String) {
         let (e, r) = map(&obj(json)).unwrap();
