@@ -19,9 +19,12 @@ fn go(args: &[&str]) {
     assert!(r.status.success(), "{args:?}: {}", stderr(&r));
 }
 
-/// `gen tiny` (with dirt) and `clean`, checked against the truth; returns the folder, the
-/// cleaned output and the truth.
-fn gen_and_clean() -> (tempfile::TempDir, std::path::PathBuf, Value) {
+/// Every format `gen --formats` writes.
+const ALL_FORMATS: &str = "canonical,nghuyong,mediacrawler,weibo-crawler,aminer";
+
+/// `gen tiny` (with dirt) in `formats` and `clean`, checked against the truth; returns the
+/// folder, the cleaned output and the truth.
+fn gen_and_clean(formats: &str) -> (tempfile::TempDir, std::path::PathBuf, Value) {
     let dir = tempfile::tempdir().unwrap();
     let raw = dir.path().join("raw");
     let out = dir.path().join("out");
@@ -35,8 +38,34 @@ fn gen_and_clean() -> (tempfile::TempDir, std::path::PathBuf, Value) {
         "0.05",
         "--seed",
         "3",
+        // Several parts per entity, so the formats' files and AMiner's per-part id lists are
+        // exercised more than once.
+        "--part-rows",
+        "300",
+        "--formats",
+        formats,
     ]);
     let truth = json(&raw.join("_truth.json"));
+    // Every requested format got records of every entity it can carry (no vacuous pass).
+    let written = &truth["formats"];
+    for format in formats.split(',') {
+        let entities: Vec<&str> = written
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, by)| by[format].as_u64().unwrap_or(0) > 0)
+            .map(|(e, _)| e.as_str())
+            .collect();
+        let expected: &[&str] = match format {
+            "canonical" => &["comments", "follows", "posts", "reposts", "users"],
+            "nghuyong" => &["comments", "follows", "posts", "users"],
+            "mediacrawler" => &["comments", "posts", "users"],
+            "weibo-crawler" => &["comments", "users"],
+            "aminer" => &["follows"],
+            other => panic!("unknown format {other}"),
+        };
+        assert_eq!(entities, expected, "entities written as {format}");
+    }
     let report_path = dir.path().join("clean.json");
     go(&[
         "clean",
@@ -58,12 +87,28 @@ fn gen_and_clean() -> (tempfile::TempDir, std::path::PathBuf, Value) {
         assert_eq!(got["rejected_by_reason"], t["rejected"], "{entity} rejects");
     }
     assert_eq!(clean["unattributed"]["records_in"], 0);
+    // The crawler files were read as what they are, not as canonical look-alikes.
+    let read_as: std::collections::BTreeSet<&str> = clean["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["format"].as_str().unwrap())
+        .collect();
+    if formats.contains("aminer") {
+        assert!(read_as.contains("aminer-network"), "{read_as:?}");
+    }
     (dir, out, truth)
 }
 
 #[test]
 fn generated_data_cleans_and_pairs_exactly_as_its_truth_says() {
-    let (_dir, out, truth) = gen_and_clean();
+    for formats in ["canonical", ALL_FORMATS] {
+        cleans_and_pairs_as_the_truth_says(formats);
+    }
+}
+
+fn cleans_and_pairs_as_the_truth_says(formats: &str) {
+    let (_dir, out, truth) = gen_and_clean(formats);
     go(&[
         "friends",
         "--input",
@@ -94,14 +139,15 @@ fn generated_data_cleans_and_pairs_exactly_as_its_truth_says() {
     }
 }
 
-/// The whole chain on the local cluster: every counter of the truth's sampled users and top
-/// users, read back through `query`, is the truth's.
+/// The whole chain on the local cluster, from raw files in every crawler format: every
+/// counter of the truth's sampled users and top users, read back through `query`, is the
+/// truth's.
 #[cfg(feature = "integration")]
 #[test]
 fn generated_data_loads_into_hbase_with_the_truths_counters() {
     use crate::harness::{cluster, stdout};
     cluster::ensure();
-    let (_dir, out, truth) = gen_and_clean();
+    let (_dir, out, truth) = gen_and_clean(ALL_FORMATS);
     let ns = cluster::namespace("pipeline");
     let out_s = out.to_str().unwrap();
     let follows = out.join("follows");
@@ -173,12 +219,22 @@ fn gen_is_deterministic_for_a_seed() {
     for name in ["a", "b"] {
         let out = dir.path().join(name);
         let r = run(bin()
-            .args(["-q", "gen", "--preset", "tiny", "--seed", "9", "--out"])
+            .args([
+                "-q",
+                "gen",
+                "--preset",
+                "tiny",
+                "--seed",
+                "9",
+                "--part-rows",
+                "300",
+            ])
+            .args(["--formats", ALL_FORMATS, "--out"])
             .arg(&out));
         assert!(r.status.success(), "{}", stderr(&r));
     }
     let a = crate::test_clean::tree(&dir.path().join("a"));
     let b = crate::test_clean::tree(&dir.path().join("b"));
     assert!(a == b, "same seed, different bytes");
-    assert!(a.len() >= 6);
+    assert!(a.len() >= 30, "{} files", a.len());
 }

@@ -1,6 +1,7 @@
 //! `weibo-etl gen`: synthetic Weibo data at any scale, with `truth.json`.
 
 use anyhow::Result;
+use weibo_etl::gen::formats::OutFormat;
 use weibo_etl::gen::{self, GenSpec};
 use weibo_etl::report::Report;
 
@@ -17,7 +18,17 @@ Presets: tiny (200 users, for tests), small (100,000 users), paper (7,489,707 us
 21,105,470 follows, 4,067,183 posts, 32,958,308 user-post edges). --users N scales the paper's
 ratios to N users. Output: <out>/{users,follows,comments,reposts}/*.csv, <out>/posts/*.jsonl (the
 canonical raw format) and <out>/_truth.json: what clean and friends must report (the leading _
-keeps it out of the data, as Hadoop does with _SUCCESS).";
+keeps it out of the data, as Hadoop does with _SUCCESS).
+
+Formats: with --formats, records are spread over the chosen crawler formats, each under
+<out>/<entity>/<format>/ (AMiner: <out>/follows/aminer-NNNNN/{weibo_network.txt,uidlist.txt}):
+users as nghuyong user records, MediaCrawler creators or weibo-crawler users.csv; follows as
+nghuyong follow/fan records or AMiner arcs; posts that neither repost nor mention as nghuyong
+tweets or MediaCrawler notes; comments as nghuyong 2020 comments, MediaCrawler comments or the
+weibo-crawler export. Reposts, and posts that repost or mention, stay canonical: no crawler
+format records those links. The truth is the same whatever the formats; _truth.json says how
+many records went to each.
+  weibo-etl gen --out /tmp/mixed --preset tiny --formats canonical,nghuyong,mediacrawler,weibo-crawler,aminer";
 
 /// Generate realistic synthetic Weibo data (power-law follows, ~30 % reciprocity, zombies,
 /// repost chains, mentions, comments) with dirt at a controlled rate and its ground truth.
@@ -52,6 +63,12 @@ pub struct Args {
     /// Write only these entities (comma-separated: users,follows,posts,comments,reposts)
     #[arg(long, value_delimiter = ',', value_parser = ["users", "follows", "posts", "comments", "reposts"])]
     only: Vec<String>,
+    /// Raw formats to write (comma-separated: canonical, nghuyong, mediacrawler,
+    /// weibo-crawler, aminer). Each record goes to one of those that can carry it without
+    /// losing what the truth counts; the rest stay canonical. See "Formats" below
+    #[arg(long, value_delimiter = ',', default_value = "canonical",
+          value_parser = clap::builder::PossibleValuesParser::new(OutFormat::names()))]
+    formats: Vec<String>,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -66,6 +83,11 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     spec.date = args.date;
     spec.part_rows = args.part_rows;
     spec.only = args.only;
+    spec.formats = args
+        .formats
+        .iter()
+        .filter_map(|f| OutFormat::parse(f))
+        .collect();
     let out = ctx.fs.parse(&args.out)?;
     let mut report = Report::new("gen");
     let truth = gen::generate(&ctx.fs, &out, &spec)?;

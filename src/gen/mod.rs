@@ -13,7 +13,6 @@
 //! duplicate count `clean` must report for it.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -23,6 +22,10 @@ use serde::Serialize;
 use crate::clean::values::mid_to_bid;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
+
+pub mod formats;
+
+use formats::{shanghai_text, Arc, Comment, Follow, OutFormat, PartFiles, Post, User};
 
 /// Sizes and knobs of a data set.
 #[derive(Clone, Debug, Serialize)]
@@ -43,6 +46,9 @@ pub struct GenSpec {
     pub part_rows: u64,
     /// Entities to write (all when empty); the truth still describes the whole data set.
     pub only: Vec<String>,
+    /// Raw formats to write, each record in one of those that can carry it (see
+    /// [`formats`]); canonical when empty or when none can.
+    pub formats: Vec<OutFormat>,
 }
 
 impl GenSpec {
@@ -71,6 +77,7 @@ impl GenSpec {
             date: "2026-11-29".into(),
             part_rows: 1_000_000,
             only: Vec::new(),
+            formats: vec![OutFormat::Canonical],
         })
     }
 
@@ -100,6 +107,8 @@ pub struct Truth {
     pub mentions: u64,
     pub top_by_followers: Vec<(i64, u64)>,
     pub sampled_users: Vec<UserTruth>,
+    /// Per entity, the records written in each raw format (dirty ones included).
+    pub formats: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -171,15 +180,6 @@ const SOURCES: &[&str] = &[
     "HUAWEI Mate 70",
     "小米15",
 ];
-
-/// Shanghai wall-clock text of epoch seconds.
-fn shanghai_text(secs: i64) -> String {
-    chrono::DateTime::from_timestamp(secs + 8 * 3600, 0)
-        .unwrap_or_default()
-        .naive_utc()
-        .format("%Y-%m-%d %H:%M:%S")
-        .to_string()
-}
 
 fn day_end_secs(date: &str) -> Result<i64> {
     let d = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d")
@@ -353,209 +353,260 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
 
     let noise = spec.noise;
     let dirty = |rng: &mut Pcg64| noise > 0.0 && rng.random_bool(noise.min(1.0));
+    let formats_for = |entity: &str| -> Vec<OutFormat> {
+        spec.formats
+            .iter()
+            .copied()
+            .filter(|f| f.carries(entity))
+            .collect()
+    };
+    let out_ctx = OutCtx { fs, out, spec };
 
     // Users.
     log::info!("gen: writing users");
-    let users_truth = write_parts_if(
-        spec.writes("users"),
-        fs,
-        &out.join("users"),
-        "users",
-        "csv",
-        n,
-        spec.part_rows,
-        |part, range, w| {
-            let mut rng = rng_for(spec.seed, 10, part);
-            let mut t = EntityTruth::default();
-            writeln!(w, "uid,screen_name,gender,province,city,location,description,verified,verified_type,followers_count,follow_count,statuses_count,created_at,crawl_time")?;
-            for i in range {
-                let (prov, city) = PROVINCES[(i % PROVINCES.len() as u64) as usize];
-                let mut desc = String::with_capacity(1000);
-                while desc.len() < 820 {
-                    desc.push_str(PHRASES[rng.random_range(0..PHRASES.len())]);
-                    desc.push('，');
-                }
-                let verified = graph.followers[i as usize] > 10_000;
-                let created = 1_262_275_200 + (i as i64 * 7919) % 500_000_000;
-                let line = format!(
-                    "{},用户{:07},{},{},{},{} {},\"{}\",{},{},{},{},{},{},{}\n",
-                    uid(i),
-                    i,
-                    if i % 2 == 0 { "m" } else { "f" },
-                    prov,
-                    city,
-                    prov,
-                    city,
-                    desc,
-                    verified,
-                    if verified { 0 } else { -1 },
-                    graph.followers[i as usize],
-                    graph.following[i as usize],
-                    posts_by[i as usize],
-                    shanghai_text(created),
-                    crawl_text
-                );
-                w.write_all(line.as_bytes())?;
-                t.records_in += 1;
-                t.records_out += 1;
-                if dirty(&mut rng) {
-                    match rng.random_range(0..2) {
-                        0 => {
-                            // An older crawl of the same user: a duplicate the newest crawl beats.
-                            let older = line.replace(&crawl_text, &shanghai_text(end - 86_400));
-                            w.write_all(older.as_bytes())?;
-                            t.records_in += 1;
-                            t.duplicates += 1;
+    let user_formats = formats_for("users");
+    let (users_truth, users_formats) = out_ctx.write_parts("users", n, |part, range, files| {
+        let mut rng = rng_for(spec.seed, 10, part);
+        let mut t = EntityTruth::default();
+        for i in range {
+            let format = formats::pick(&user_formats, spec.seed, 10, i);
+            let (province, city) = PROVINCES[(i % PROVINCES.len() as u64) as usize];
+            let mut desc = String::with_capacity(1000);
+            while desc.len() < 820 {
+                desc.push_str(PHRASES[rng.random_range(0..PHRASES.len())]);
+                desc.push('，');
+            }
+            let (followers, following, statuses) = (
+                graph.followers[i as usize].to_string(),
+                graph.following[i as usize].to_string(),
+                posts_by[i as usize].to_string(),
+            );
+            let name = format!("用户{i:07}");
+            let mut user = User {
+                uid: uid(i),
+                screen_name: &name,
+                male: i % 2 == 0,
+                province,
+                city,
+                description: &desc,
+                verified: graph.followers[i as usize] > 10_000,
+                followers: &followers,
+                following: &following,
+                statuses: &statuses,
+                created: 1_262_275_200 + (i as i64 * 7919) % 500_000_000,
+                crawl: end,
+            };
+            user.write(format, files.record(format)?)?;
+            t.records_in += 1;
+            t.records_out += 1;
+            if dirty(&mut rng) {
+                match rng.random_range(0..2) {
+                    0 => {
+                        // An older crawl of the same user: a duplicate the newest crawl beats.
+                        user.crawl = end - 86_400;
+                        user.write(format, files.record(format)?)?;
+                        t.duplicates += 1;
+                    }
+                    _ => {
+                        // A count no parser can read.
+                        let bad_name = format!("坏计数{i}");
+                        User {
+                            uid: uid(n + i),
+                            screen_name: &bad_name,
+                            male: true,
+                            province: "",
+                            city: "",
+                            description: "",
+                            verified: false,
+                            followers: "很多",
+                            following: "1",
+                            statuses: "1",
+                            created: 1_577_808_000,
+                            crawl: end,
                         }
-                        _ => {
-                            // A count no parser can read.
-                            writeln!(w, "{},坏计数{i},m,,,,,false,-1,很多,1,1,2020-01-01 00:00:00,{crawl_text}", uid(n + i))?;
-                            t.records_in += 1;
-                            *t.rejected.entry("bad_count".into()).or_default() += 1;
-                        }
+                        .write(format, files.record(format)?)?;
+                        *t.rejected.entry("bad_count".into()).or_default() += 1;
                     }
                 }
+                t.records_in += 1;
             }
-            Ok(t)
-        },
-    )?;
-    if spec.writes("users") {
-        truth.entities.insert("users".into(), users_truth);
-    }
+        }
+        Ok(t)
+    })?;
 
     // Follows.
     log::info!("gen: writing {} follows", graph.edges.len());
     let edges = &graph.edges;
-    let follows_truth = write_parts_if(
-        spec.writes("follows"),
-        fs,
-        &out.join("follows"),
-        "follows",
-        "csv",
-        edges.len() as u64,
-        spec.part_rows,
-        |part, range, w| {
+    let follow_formats = formats_for("follows");
+    let follow_format = |k: u64| formats::pick(&follow_formats, spec.seed, 11, k);
+    let part_rows = spec.part_rows.max(1);
+    let (follows_truth, follows_formats) =
+        out_ctx.write_parts("follows", edges.len() as u64, |part, range, files| {
             let mut rng = rng_for(spec.seed, 11, part);
             let mut t = EntityTruth::default();
-            writeln!(w, "follower,followee,followed_at,crawl_time")?;
+            let mut arcs: Vec<Arc> = Vec::new();
             for k in range {
                 let e = edges[k as usize];
                 let (a, b) = (e >> 32, e & 0xffff_ffff);
-                let followed = if rng.random_bool(0.8) {
-                    shanghai_text(start - rng.random_range(0..86_400 * 900))
-                } else {
-                    String::new()
+                let followed_at = rng
+                    .random_bool(0.8)
+                    .then(|| start - rng.random_range(0..86_400 * 900));
+                let format = follow_format(k);
+                let mut follow = Follow {
+                    follower: uid(a),
+                    followee: uid(b),
+                    followed_at,
+                    crawl: end,
                 };
-                writeln!(w, "{},{},{},{}", uid(a), uid(b), followed, crawl_text)?;
+                if format == OutFormat::Aminer {
+                    // The flag says "reciprocal" when the reverse arc is in the same file.
+                    let reciprocal = edges.binary_search(&((b << 32) | a)).is_ok_and(|r| {
+                        r as u64 / part_rows == part && follow_format(r as u64) == OutFormat::Aminer
+                    });
+                    arcs.push(Arc {
+                        follower: a,
+                        followee: b,
+                        reciprocal,
+                    });
+                    *files.records.entry(format).or_default() += 1;
+                } else {
+                    follow.write(format, k, files.record(format)?)?;
+                }
                 t.records_in += 1;
                 t.records_out += 1;
                 if dirty(&mut rng) {
                     if rng.random_bool(0.5) {
-                        writeln!(w, "{},{},{},{}", uid(a), uid(a), followed, crawl_text)?;
+                        follow.followee = follow.follower;
                         *t.rejected.entry("self_follow".into()).or_default() += 1;
+                        if format == OutFormat::Aminer {
+                            arcs.push(Arc {
+                                follower: a,
+                                followee: a,
+                                reciprocal: true,
+                            });
+                        }
                     } else {
-                        writeln!(
-                            w,
-                            "{},{},{},{}",
-                            uid(a),
-                            uid(b),
-                            followed,
-                            shanghai_text(end - 3_600)
-                        )?;
+                        follow.crawl = end - 3_600;
                         t.duplicates += 1;
+                        if format == OutFormat::Aminer {
+                            let again = Arc {
+                                follower: a,
+                                followee: b,
+                                reciprocal: arcs.last().is_some_and(|x| x.reciprocal),
+                            };
+                            arcs.push(again);
+                        }
+                    }
+                    if format == OutFormat::Aminer {
+                        *files.records.entry(format).or_default() += 1;
+                    } else {
+                        follow.write(format, k, files.record(format)?)?;
                     }
                     t.records_in += 1;
                 }
             }
+            if !arcs.is_empty() {
+                let mut network = Vec::new();
+                let mut uidlist = Vec::new();
+                formats::write_aminer(&arcs, uid, &mut network, &mut uidlist)?;
+                files
+                    .file(OutFormat::Aminer, "weibo_network.txt")?
+                    .write_all(&network)?;
+                files
+                    .file(OutFormat::Aminer, "uidlist.txt")?
+                    .write_all(&uidlist)?;
+            }
             Ok(t)
-        },
-    )?;
-    if spec.writes("follows") {
-        truth.entities.insert("follows".into(), follows_truth);
-    }
+        })?;
 
     // Posts (JSON lines) and reposts (CSV).
     log::info!("gen: writing posts");
     let posts_ref = &posts;
-    let posts_truth = write_parts_if(
-        spec.writes("posts"),
-        fs,
-        &out.join("posts"),
-        "posts",
-        "jsonl",
-        spec.posts,
-        spec.part_rows,
-        |part, range, w| {
+    let post_formats = formats_for("posts");
+    // Only the canonical format records what a post reposts or mentions.
+    let plain_post_formats: Vec<OutFormat> = post_formats
+        .iter()
+        .copied()
+        .filter(|f| *f == OutFormat::Canonical)
+        .collect();
+    let (posts_truth, posts_formats) =
+        out_ctx.write_parts("posts", spec.posts, |part, range, files| {
             let mut rng = rng_for(spec.seed, 12, part);
             let mut t = EntityTruth::default();
             for i in range {
                 let p = &posts_ref[i as usize];
+                let plain = p.retweet.is_none() && p.mentions.is_empty();
+                let format = if plain {
+                    formats::pick(&post_formats, spec.seed, 12, i)
+                } else {
+                    formats::pick(&plain_post_formats, spec.seed, 12, i)
+                };
                 let at: Vec<String> = p.mentions.iter().map(|m| format!("用户{m:07}")).collect();
-                let mut obj = serde_json::json!({
-                    "mid": mid(i).to_string(),
-                    "bid": mid_to_bid(mid(i)),
-                    "uid": uid(p.author).to_string(),
-                    "created_at": shanghai_text(p.created),
-                    "text": format!("第{i}条微博 {}", at.iter().map(|a| format!("@{a}")).collect::<Vec<_>>().join(" ")),
-                    "source": SOURCES[(i % SOURCES.len() as u64) as usize],
-                    "reposts_count": "0",
-                    "comments_count": "0",
-                    "attitudes_count": (i % 1000).to_string(),
-                    "topics": if i % 5 == 0 { "大数据" } else { "" },
-                    "at_users": at.join(","),
-                    "pics": "",
-                    "retweet_mid": p.retweet.map(|r| mid(r).to_string()).unwrap_or_default(),
-                    "crawl_time": crawl_text,
-                });
-                w.write_all(obj.to_string().as_bytes())?;
-                w.write_all(b"\n")?;
+                let text = format!(
+                    "第{i}条微博 {}",
+                    at.iter()
+                        .map(|a| format!("@{a}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
+                let (mid_text, bid, created) = (
+                    mid(i).to_string(),
+                    mid_to_bid(mid(i)),
+                    shanghai_text(p.created),
+                );
+                let at_users = at.join(",");
+                let mut post = Post {
+                    mid: &mid_text,
+                    bid: &bid,
+                    uid: uid(p.author),
+                    created: &created,
+                    text: &text,
+                    source: SOURCES[(i % SOURCES.len() as u64) as usize],
+                    attitudes: i % 1000,
+                    topics: if i % 5 == 0 { "大数据" } else { "" },
+                    at_users: &at_users,
+                    retweet: p.retweet.map(mid),
+                    crawl: end,
+                };
+                post.write(format, files.record(format)?)?;
                 t.records_in += 1;
                 t.records_out += 1;
                 if dirty(&mut rng) {
+                    let (other_mid, lossy) = (
+                        mid(spec.posts + i).to_string(),
+                        format!("{:.2E}", mid(i) as f64),
+                    );
                     match rng.random_range(0..2) {
                         0 => {
-                            obj["created_at"] = "上周某天".into();
-                            obj["mid"] = mid(spec.posts + i).to_string().into();
+                            post.created = "上周某天";
+                            post.mid = &other_mid;
                             *t.rejected.entry("bad_time".into()).or_default() += 1;
                         }
                         _ => {
-                            obj["mid"] = format!("{:.2E}", mid(i) as f64).into();
+                            post.mid = &lossy;
                             *t.rejected.entry("lossy_id".into()).or_default() += 1;
                         }
                     }
-                    w.write_all(obj.to_string().as_bytes())?;
-                    w.write_all(b"\n")?;
+                    post.write(format, files.record(format)?)?;
                     t.records_in += 1;
                 }
             }
             Ok(t)
-        },
-    )?;
-    if spec.writes("posts") {
-        truth.entities.insert("posts".into(), posts_truth);
-    }
+        })?;
 
     let repost_ids: Vec<u64> = (0..spec.posts)
         .filter(|&i| posts[i as usize].retweet.is_some())
         .collect();
     let repost_ids = &repost_ids;
-    let reposts_truth = write_parts_if(
-        spec.writes("reposts"),
-        fs,
-        &out.join("reposts"),
-        "reposts",
-        "csv",
-        repost_ids.len() as u64,
-        spec.part_rows,
-        |_, range, w| {
+    let (reposts_truth, reposts_formats) =
+        out_ctx.write_parts("reposts", repost_ids.len() as u64, |_, range, files| {
             let mut t = EntityTruth::default();
-            writeln!(w, "mid,uid,retweet_mid,created_at,text,crawl_time")?;
             for k in range {
                 let i = repost_ids[k as usize];
                 let p = &posts_ref[i as usize];
                 let r = p.retweet.expect("filtered");
                 writeln!(
-                    w,
+                    files.record(OutFormat::Canonical)?,
                     "{},{},{},{},转发微博,{}",
                     mid(i),
                     uid(p.author),
@@ -567,50 +618,57 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                 t.records_out += 1;
             }
             Ok(t)
-        },
-    )?;
-    if spec.writes("reposts") {
-        truth.entities.insert("reposts".into(), reposts_truth);
-    }
+        })?;
 
     log::info!("gen: writing {comments} comments");
-    let comments_truth = write_parts_if(
-        spec.writes("comments"),
-        fs,
-        &out.join("comments"),
+    let comment_formats = formats_for("comments");
+    let (comments_truth, comments_formats) = out_ctx.write_parts(
         "comments",
-        "csv",
         if spec.posts > 0 { comments } else { 0 },
-        spec.part_rows,
-        |part, range, w| {
+        |part, range, files| {
             let mut rng = rng_for(spec.seed, 13, part);
             let mut t = EntityTruth::default();
-            writeln!(
-                w,
-                "cid,mid,uid,created_at,text,like_count,reply_to_cid,crawl_time"
-            )?;
             for c in range {
                 let target = comment_target(c);
                 let p = &posts_ref[target as usize];
                 let when = p.created + rng.random_range(0..(end - p.created).max(1));
-                writeln!(
-                    w,
-                    "{},{},{},{},评论{c},{},,{}",
-                    cid(c),
-                    mid(target),
-                    uid(rng.random_range(0..n)),
-                    shanghai_text(when),
-                    c % 50,
-                    crawl_text
-                )?;
+                let commenter = rng.random_range(0..n);
+                let format = formats::pick(&comment_formats, spec.seed, 13, c);
+                let (bid, name, text) = (
+                    mid_to_bid(mid(target)),
+                    format!("用户{commenter:07}"),
+                    format!("评论{c}"),
+                );
+                Comment {
+                    cid: cid(c),
+                    mid: mid(target),
+                    bid: &bid,
+                    uid: uid(commenter),
+                    screen_name: &name,
+                    created: when,
+                    text: &text,
+                    likes: c % 50,
+                    crawl: end,
+                }
+                .write(format, files.record(format)?)?;
                 t.records_in += 1;
                 t.records_out += 1;
             }
             Ok(t)
         },
     )?;
-    if spec.writes("comments") {
-        truth.entities.insert("comments".into(), comments_truth);
+
+    for (entity, t, f) in [
+        ("users", users_truth, users_formats),
+        ("follows", follows_truth, follows_formats),
+        ("posts", posts_truth, posts_formats),
+        ("reposts", reposts_truth, reposts_formats),
+        ("comments", comments_truth, comments_formats),
+    ] {
+        if spec.writes(entity) {
+            truth.entities.insert(entity.into(), t);
+            truth.formats.insert(entity.into(), f);
+        }
     }
 
     // Top users and a few sampled users' counters.
@@ -645,61 +703,57 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
     Ok(truth)
 }
 
-/// [`write_parts`] when `enabled`; otherwise writes nothing and returns an empty truth.
-#[allow(clippy::too_many_arguments)]
-fn write_parts_if(
-    enabled: bool,
-    fs: &FileSystems,
-    dir: &Location,
-    name: &str,
-    ext: &str,
-    rows: u64,
-    part_rows: u64,
-    fill: impl Fn(u64, std::ops::Range<u64>, &mut dyn Write) -> std::io::Result<EntityTruth> + Sync,
-) -> Result<EntityTruth> {
-    if enabled {
-        write_parts(fs, dir, name, ext, rows, part_rows, fill)
-    } else {
-        Ok(EntityTruth::default())
-    }
+/// Where a data set goes, and how it is cut into parts.
+struct OutCtx<'a> {
+    fs: &'a FileSystems,
+    out: &'a Location,
+    spec: &'a GenSpec,
 }
 
-/// Writes `rows` rows as numbered part files, in parallel; `fill` writes one part's rows and
-/// returns its truth, which is summed.
-fn write_parts(
-    fs: &FileSystems,
-    dir: &Location,
-    name: &str,
-    ext: &str,
-    rows: u64,
-    part_rows: u64,
-    fill: impl Fn(u64, std::ops::Range<u64>, &mut dyn Write) -> std::io::Result<EntityTruth> + Sync,
-) -> Result<EntityTruth> {
-    let part_rows = part_rows.max(1);
-    let parts = rows.div_ceil(part_rows).max(1);
-    let truths: Vec<EntityTruth> = (0..parts)
-        .into_par_iter()
-        .map(|part| -> Result<EntityTruth> {
-            let location = dir.join(&format!("{name}-{part:05}.{ext}"));
-            let mut file = fs.create_atomic(&location)?;
-            let range = part * part_rows..((part + 1) * part_rows).min(rows);
-            let t = fill(part, range, &mut file).map_err(|e| Error::Io {
-                op: "write",
-                path: location.to_string(),
-                source: e,
-            })?;
-            file.commit()?;
-            Ok(t)
-        })
-        .collect::<Result<_>>()?;
-    let mut total = EntityTruth::default();
-    for t in truths {
-        total.records_in += t.records_in;
-        total.records_out += t.records_out;
-        total.duplicates += t.duplicates;
-        for (k, v) in t.rejected {
-            *total.rejected.entry(k).or_default() += v;
+impl OutCtx<'_> {
+    /// Writes `rows` rows of `entity` as numbered parts, in parallel (nothing when the spec
+    /// leaves the entity out); `fill` writes one part's rows into its files and returns its
+    /// truth. Returns the summed truth and the records written per format.
+    fn write_parts(
+        &self,
+        entity: &'static str,
+        rows: u64,
+        fill: impl Fn(u64, std::ops::Range<u64>, &mut PartFiles) -> std::io::Result<EntityTruth> + Sync,
+    ) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+        let mut total = EntityTruth::default();
+        let mut formats = BTreeMap::new();
+        if !self.spec.writes(entity) {
+            return Ok((total, formats));
         }
+        let dir = self.out.join(entity);
+        let part_rows = self.spec.part_rows.max(1);
+        let parts = rows.div_ceil(part_rows).max(1);
+        let done: Vec<(EntityTruth, BTreeMap<OutFormat, u64>)> = (0..parts)
+            .into_par_iter()
+            .map(|part| -> Result<_> {
+                let mut files = PartFiles::new(self.fs, &dir, entity, part, &self.spec.date);
+                let range = part * part_rows..((part + 1) * part_rows).min(rows);
+                let t = fill(part, range, &mut files).map_err(|e| Error::Io {
+                    op: "write",
+                    path: format!("{dir}/ part {part}"),
+                    source: e,
+                })?;
+                let records = std::mem::take(&mut files.records);
+                files.commit()?;
+                Ok((t, records))
+            })
+            .collect::<Result<_>>()?;
+        for (t, records) in done {
+            total.records_in += t.records_in;
+            total.records_out += t.records_out;
+            total.duplicates += t.duplicates;
+            for (k, v) in t.rejected {
+                *total.rejected.entry(k).or_default() += v;
+            }
+            for (f, v) in records {
+                *formats.entry(f.name().to_string()).or_default() += v;
+            }
+        }
+        Ok((total, formats))
     }
-    Ok(total)
 }
