@@ -229,6 +229,40 @@ pub fn open_parquet(
     })
 }
 
+/// Streams the record batches of one Parquet file, decoding only the top-level `columns`
+/// the file has (the others, a user's kilobyte of description say, are never decompressed).
+pub fn read_parquet_columns(
+    fs: &FileSystems,
+    file: &FileEntry,
+    columns: &[&str],
+    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+) -> Result<()> {
+    let bad = |e: String| Error::BadInput {
+        path: file.location.to_string(),
+        line: 0,
+        reason: e,
+    };
+    let builder = open_parquet(fs, file)?;
+    let roots: Vec<usize> = builder
+        .schema()
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, field)| columns.contains(&field.name().as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(64 * 1024)
+        .build()
+        .map_err(|e| bad(e.to_string()))?;
+    for batch in reader {
+        f(&batch.map_err(|e| bad(e.to_string()))?)?;
+    }
+    Ok(())
+}
+
 /// Streams the record batches of one Parquet file.
 pub fn read_parquet(
     fs: &FileSystems,

@@ -311,13 +311,17 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
     let reference = cluster::namespace("load_ref");
     ok(load(&clean, &reference, &[]));
 
-    // The victim: killed once its checkpoint records a finished unit, then resumed.
+    // The victim: killed once its checkpoint records a finished unit, then resumed. It also
+    // computes its counters in key partitions (a budget far below the data's), so the tables
+    // also prove that partitioned counters are exactly the single-pass ones.
     let victim = cluster::namespace("load_kill");
+    let partitioned = ["--memory-budget", "64KiB"];
     let manifest = clean
         .join("_load")
         .join(format!("dt={DATE}"))
         .join(format!("{victim}.json"));
     let mut child = load_cmd(&clean, &victim)
+        .args(partitioned)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -358,13 +362,15 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
             "--writers",
             "3",
             "--resume",
-        ])));
+        ])
+        .args(partitioned)));
     let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(
         r["load"]["units_skipped"].as_u64().unwrap(),
         done_before.len() as u64
     );
     assert!(r["load"]["units_done"].as_u64().unwrap() >= 1);
+    assert!(r["load"]["counter_partitions"].as_u64().unwrap() > 4, "{r}");
 
     let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
     for table in [

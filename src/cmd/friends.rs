@@ -45,7 +45,7 @@ pub struct Args {
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
     /// Memory for packed edges (12 bytes each); above it the run spills hash partitions to disk
-    #[arg(long, default_value = "4GiB", value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, default_value = "4GiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
     /// Only the pairs whose hash bucket is i of N, for splitting the job across machines
     #[arg(long, value_name = "i/N", value_parser = Slice::parse)]
@@ -60,12 +60,6 @@ pub struct Args {
     /// Regions a missing table is pre-split into (with --load)
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
-}
-
-fn parse_size(s: &str) -> Result<u64, String> {
-    s.parse::<bytesize::ByteSize>()
-        .map(|b| b.as_u64())
-        .map_err(|e| format!("{s:?} is not a size like 512MiB or 4G: {e}"))
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {

@@ -18,7 +18,9 @@ Examples:
 Tables (in --namespace): user, post, post_by_mid, follow, fans, user_post, user_by_name; the
 README has the byte layout. Every cell of a run gets the timestamp of --date (midnight,
 Asia/Shanghai), so reruns replace cells instead of adding versions. Progress is checkpointed
-in <input>/_load/dt=<date>/<namespace>.json; --resume skips the units recorded there.";
+in <input>/_load/dt=<date>/<namespace>.json; --resume skips the units recorded there.
+Counters are computed in batch in --memory-budget: when the users and posts do not fit, in
+key partitions (one pass over the id columns each, a unit of work each).";
 
 /// Load cleaned Parquet into HBase: hashed rowkeys, absolute counters computed in batch,
 /// tables created pre-split, N parallel Thrift writers batching by region, resumable.
@@ -52,6 +54,10 @@ pub struct Args {
     /// Checkpoint manifest location [default: <input>/_load/dt=<date>/<namespace>.json]
     #[arg(long, value_name = "URL")]
     checkpoint: Option<String>,
+    /// Memory for computing the counters; above it they are computed in key partitions, one
+    /// pass over the id columns each
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::parse_size)]
+    memory_budget: u64,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -67,6 +73,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         resume: args.resume,
         compression: args.compression,
         checkpoint: args.checkpoint,
+        memory_budget: args.memory_budget,
         ..ctx.load_options(args.input, args.date.format("%Y-%m-%d").to_string(), tables)
     };
     let mut report = Report::new("load");

@@ -159,6 +159,7 @@ impl Context {
             compression: weibo_etl::hbase::admin::Compression::None,
             checkpoint: None,
             max_attempts: 6,
+            memory_budget: 256 << 20,
         }
     }
 
@@ -173,6 +174,13 @@ impl Context {
 }
 
 /// `--date` values: a calendar date, `YYYY-MM-DD`.
+/// A size like `512MiB` or `4G`, for `--memory-budget`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    s.parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|e| format!("{s:?} is not a size like 512MiB or 4G: {e}"))
+}
+
 pub fn parse_date(s: &str) -> Result<chrono::NaiveDate, String> {
     chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
         .map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))

@@ -31,6 +31,8 @@ use crate::hdfs::{FileEntry, FileSystems, Location};
 use crate::keys::{self, Relation};
 use crate::partition;
 
+pub mod counters;
+
 /// The tables `load` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -105,6 +107,8 @@ pub struct LoadOptions {
     pub checkpoint: Option<String>,
     /// Give up on a batch after this many failed attempts.
     pub max_attempts: u32,
+    /// Memory for the counters' maps; more data means more (cheap, id-only) passes.
+    pub memory_budget: u64,
 }
 
 /// The job's report.
@@ -118,6 +122,8 @@ pub struct LoadReport {
     pub units_done: usize,
     pub units_skipped: usize,
     pub unresolved_mentions: u64,
+    /// Key partitions the counters were computed in (one pass over the id columns each).
+    pub counter_partitions: u32,
     pub seconds: f64,
     pub rows_per_s: f64,
     pub mb_per_s: f64,
@@ -325,17 +331,6 @@ fn opt(a: Option<&arrow::array::Int64Array>, i: usize) -> Option<i64> {
     a.filter(|a| !a.is_null(i)).map(|a| a.value(i))
 }
 
-/// Absolute counters computed from the cleaned data.
-#[derive(Default)]
-struct Counters {
-    /// uid → [followers, following, posts, reposts received, comments received]
-    users: HashMap<i64, [i64; 5]>,
-    /// mid → (uid, created_at, reposts, comments)
-    posts: HashMap<i64, (i64, i64, i64, i64)>,
-    /// screen name → uid, for mentions
-    names: HashMap<String, i64>,
-}
-
 fn partition_files(
     fs: &FileSystems,
     root: &Location,
@@ -343,79 +338,6 @@ fn partition_files(
     date: &str,
 ) -> Result<Vec<FileEntry>> {
     partition::committed_parts(fs, &root.join(entity).join(&format!("dt={date}")))
-}
-
-fn compute_counters(fs: &FileSystems, files: &BTreeMap<&str, Vec<FileEntry>>) -> Result<Counters> {
-    let mut c = Counters::default();
-    for f in &files["users"] {
-        partition::read_parquet(fs, f, &mut |b| {
-            let uid = i64_col(b, "uid").expect("uid");
-            for i in 0..b.num_rows() {
-                c.users.entry(uid.value(i)).or_default();
-                if let Some(name) = str_val(b, "screen_name", i) {
-                    c.names.insert(name, uid.value(i));
-                }
-            }
-            Ok(())
-        })?;
-    }
-    for f in &files["follows"] {
-        partition::read_parquet(fs, f, &mut |b| {
-            let (a, e) = (
-                i64_col(b, "follower").expect("follower"),
-                i64_col(b, "followee").expect("followee"),
-            );
-            for i in 0..b.num_rows() {
-                c.users.entry(a.value(i)).or_default()[1] += 1;
-                c.users.entry(e.value(i)).or_default()[0] += 1;
-            }
-            Ok(())
-        })?;
-    }
-    let mut retweets: Vec<i64> = Vec::new();
-    for f in &files["posts"] {
-        partition::read_parquet(fs, f, &mut |b| {
-            let mid = i64_col(b, "mid").expect("mid");
-            let uid = i64_col(b, "uid");
-            let created = ts_col(b, "created_at").expect("created_at");
-            let rt = i64_col(b, "retweet_mid");
-            for i in 0..b.num_rows() {
-                let author = opt(uid, i);
-                if let Some(u) = author {
-                    c.users.entry(u).or_default()[2] += 1;
-                }
-                c.posts
-                    .insert(mid.value(i), (author.unwrap_or(0), created.value(i), 0, 0));
-                if let Some(r) = opt(rt, i) {
-                    retweets.push(r);
-                }
-            }
-            Ok(())
-        })?;
-    }
-    for r in retweets {
-        if let Some(p) = c.posts.get_mut(&r) {
-            p.2 += 1;
-            if p.0 != 0 {
-                c.users.entry(p.0).or_default()[3] += 1;
-            }
-        }
-    }
-    for f in &files["comments"] {
-        partition::read_parquet(fs, f, &mut |b| {
-            let mid = i64_col(b, "mid").expect("mid");
-            for i in 0..b.num_rows() {
-                if let Some(p) = c.posts.get_mut(&mid.value(i)) {
-                    p.3 += 1;
-                    if p.0 != 0 {
-                        c.users.entry(p.0).or_default()[4] += 1;
-                    }
-                }
-            }
-            Ok(())
-        })?;
-    }
-    Ok(c)
 }
 
 fn be(v: i64) -> Vec<u8> {
@@ -562,7 +484,13 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         fs.delete(&manifest_loc)?;
     }
 
-    let counters = compute_counters(fs, &files)?;
+    let counter_inputs = counters::Inputs {
+        users: &files["users"],
+        follows: &files["follows"],
+        posts: &files["posts"],
+        comments: &files["comments"],
+    };
+    let partitions = counters::partitions_for(fs, &counter_inputs, options.memory_budget)?;
     let wants = |t: Table| options.tables.contains(&t);
     let mut report = LoadReport {
         cell_timestamp: ts,
@@ -571,7 +499,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let unresolved_mentions = std::sync::atomic::AtomicU64::new(0);
     {
         let mut units: Vec<(String, Unit<'_>)> = Vec::new();
-        let counters = &counters;
+        let counter_inputs = &counter_inputs;
         let unresolved = &unresolved_mentions;
         for f in files["users"].clone() {
             units.push((
@@ -697,25 +625,6 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                     p = p.cell("r:repost_from", be(r));
                                 }
                                 r.put(Table::UserPost, p)?;
-                                for name in list_val(b, "at_users", i) {
-                                    match counters.names.get(&name) {
-                                        Some(&target) => r.put(
-                                            Table::UserPost,
-                                            Put::new(keys::user_post_key(
-                                                target,
-                                                Relation::Mention,
-                                                at,
-                                                m,
-                                            ))
-                                            .cell("r:post", key.clone())
-                                            .cell("r:by", be(uid)),
-                                        )?,
-                                        None => {
-                                            unresolved
-                                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                        }
-                                    }
-                                }
                             }
                         }
                         Ok(())
@@ -790,41 +699,55 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                 }),
             ));
         }
-        units.push((
-            "counters".into(),
-            Box::new(move |r: &mut Router| {
-                if wants(Table::User) {
-                    let mut uids: Vec<&i64> = counters.users.keys().collect();
-                    uids.sort();
-                    for uid in uids {
-                        let c = counters.users[uid];
+        for p in 0..partitions {
+            units.push((
+                format!("counters:{p}/{partitions}"),
+                Box::new(move |r: &mut Router| {
+                    let c = counters::compute(fs, counter_inputs, p, partitions, &mut |m| {
+                        if !wants(Table::UserPost) {
+                            return Ok(());
+                        }
                         r.put(
-                            Table::User,
-                            Put::new(keys::user_key(*uid))
-                                .cell("count:followers", be(c[0]))
-                                .cell("count:following", be(c[1]))
-                                .cell("count:posts", be(c[2]))
-                                .cell("count:reposts_received", be(c[3]))
-                                .cell("count:comments_received", be(c[4])),
-                        )?;
+                            Table::UserPost,
+                            Put::new(keys::user_post_key(
+                                m.target,
+                                Relation::Mention,
+                                m.at,
+                                m.mid,
+                            ))
+                            .cell("r:post", keys::post_key(m.by, m.at, m.mid))
+                            .cell("r:by", be(m.by)),
+                        )
+                    })?;
+                    unresolved
+                        .fetch_add(c.unresolved_mentions, std::sync::atomic::Ordering::Relaxed);
+                    if wants(Table::User) {
+                        for (uid, c) in &c.users {
+                            r.put(
+                                Table::User,
+                                Put::new(keys::user_key(*uid))
+                                    .cell("count:followers", be(c[0]))
+                                    .cell("count:following", be(c[1]))
+                                    .cell("count:posts", be(c[2]))
+                                    .cell("count:reposts_received", be(c[3]))
+                                    .cell("count:comments_received", be(c[4])),
+                            )?;
+                        }
                     }
-                }
-                if wants(Table::Post) {
-                    let mut mids: Vec<&i64> = counters.posts.keys().collect();
-                    mids.sort();
-                    for mid in mids {
-                        let (uid, at, reposts, comments) = counters.posts[mid];
-                        r.put(
-                            Table::Post,
-                            Put::new(keys::post_key(uid, at, *mid))
-                                .cell("count:reposts", be(reposts))
-                                .cell("count:comments", be(comments)),
-                        )?;
+                    if wants(Table::Post) {
+                        for (mid, (uid, at, reposts, comments)) in &c.posts {
+                            r.put(
+                                Table::Post,
+                                Put::new(keys::post_key(*uid, *at, *mid))
+                                    .cell("count:reposts", be(*reposts))
+                                    .cell("count:comments", be(*comments)),
+                            )?;
+                        }
                     }
-                }
-                Ok(())
-            }),
-        ));
+                    Ok(())
+                }),
+            ));
+        }
 
         let (mut units_done, mut units_skipped) = (0usize, 0usize);
         with_writers(options, ts, started, &mut report, &mut |router| {
@@ -844,6 +767,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         report.units_done = units_done;
         report.units_skipped = units_skipped;
         report.unresolved_mentions = unresolved.load(std::sync::atomic::Ordering::Relaxed);
+        report.counter_partitions = partitions;
     }
     Ok(report)
 }
