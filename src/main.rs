@@ -38,7 +38,11 @@ fn main() -> ExitCode {
             // One line for cron mail: the outermost context first, then each cause.
             let mut line = format!("error: {err}");
             for cause in err.chain().skip(1) {
-                line.push_str(&format!(": {cause}"));
+                // Library errors already quote their source; say each cause once.
+                let cause = cause.to_string();
+                if !line.contains(&cause) {
+                    line.push_str(&format!(": {cause}"));
+                }
             }
             eprintln!("{line}");
             ExitCode::from(code as u8)

@@ -146,7 +146,16 @@ fn rerun_replaces_the_partitions_byte_for_byte() {
     let ok = ["--max-reject-ratio", "0.5"];
     assert!(clean(&sample_dir(), &target, &ok).status.success());
     let first = tree(&target);
-    assert!(clean(&sample_dir(), &target, &ok).status.success());
+    // The rerun also spills into a scratch folder that does not exist yet (a fresh node's
+    // --spill-dir): it is created, and left empty.
+    let spill = out.path().join("scratch").join("spill");
+    let rerun = clean(
+        &sample_dir(),
+        &target,
+        &[&ok[..], &["--spill-dir", spill.to_str().unwrap()]].concat(),
+    );
+    assert!(rerun.status.success(), "{}", crate::harness::stderr(&rerun));
+    assert_eq!(fs::read_dir(&spill).unwrap().count(), 0, "spill files left");
     let second = tree(&target);
     assert_eq!(
         first.keys().collect::<Vec<_>>(),

@@ -152,9 +152,13 @@ struct SpillSet {
 impl SpillSet {
     fn new(base: Option<&Path>, partitions: usize) -> std::io::Result<SpillSet> {
         let dir = match base {
-            Some(b) => tempfile::Builder::new()
-                .prefix("weibo-clean-")
-                .tempdir_in(b)?,
+            // A scratch folder named on the command line may not exist yet on a fresh node.
+            Some(b) => {
+                std::fs::create_dir_all(b)?;
+                tempfile::Builder::new()
+                    .prefix("weibo-clean-")
+                    .tempdir_in(b)?
+            }
             None => tempfile::Builder::new().prefix("weibo-clean-").tempdir()?,
         };
         let mut writers = HashMap::new();

@@ -929,9 +929,12 @@ impl Spill {
             source: e,
         };
         let dir = match base {
-            Some(b) => tempfile::Builder::new()
-                .prefix("weibo-friends-")
-                .tempdir_in(b),
+            // A scratch folder named on the command line may not exist yet on a fresh node.
+            Some(b) => std::fs::create_dir_all(b).and_then(|_| {
+                tempfile::Builder::new()
+                    .prefix("weibo-friends-")
+                    .tempdir_in(b)
+            }),
             None => tempfile::Builder::new().prefix("weibo-friends-").tempdir(),
         }
         .map_err(io)?;

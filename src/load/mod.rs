@@ -39,10 +39,14 @@ pub mod counters;
 pub enum Table {
     User,
     Post,
+    // HBase names them with underscores; the CLI takes both spellings.
+    #[value(alias = "post_by_mid")]
     PostByMid,
     Follow,
     Fans,
+    #[value(alias = "user_post")]
     UserPost,
+    #[value(alias = "user_by_name")]
     UserByName,
     /// Written by `friends --load`, not by `load`.
     Friend,
