@@ -629,10 +629,11 @@ fn process_chunk(
             (Item::Record { .. }, None) => unreachable!("every record was cleaned"),
         }
     }
-    for ((entity, p), rows) in by_partition {
-        spill.append(entity, p, &rows)?;
-    }
-    Ok(())
+    // Partitions have their own spill files (and locks): building and writing their batches
+    // in parallel keeps both cores busy while the reader thread parses the next chunk.
+    by_partition
+        .into_par_iter()
+        .try_for_each(|((entity, p), rows)| spill.append(entity, p, &rows))
 }
 
 fn write_reject(
