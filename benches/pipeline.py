@@ -3,11 +3,13 @@
 
     python3 benches/pipeline.py --preset small      # ~100 k users: a few minutes
     python3 benches/pipeline.py --preset paper --drop-raw   # the paper's sizes: outside CI, long
+    python3 benches/pipeline.py --preset small --formats canonical,nghuyong,mediacrawler,weibo-crawler,aminer
 
 Stages: gen -> clean -> load (every table) -> friends --load. Each stage runs as the CLI a cron
 job would run, with --report; this script prints, per stage, the wall time, the records it
 handled, the throughput and the peak RSS (from the report), and writes them to
-<out>/pipeline-<preset>.json. It measures; it asserts nothing but the exit codes. The data is
+<out>/pipeline-<preset>.json. It measures; it asserts nothing but the exit codes, and reports
+whether clean's counts and friends' pairs equal the generator's _truth.json. The data is
 regenerated unless --reuse is given and the cleaned partition exists.
 """
 import argparse
@@ -42,6 +44,8 @@ def main():
     ap.add_argument("--regions", type=int, default=8)
     ap.add_argument("--compression", default="zstd", choices=["none", "snappy", "gz", "zstd"],
                     help="block compression of the created tables (the paper preset needs it for disk)")
+    ap.add_argument("--formats", default="canonical",
+                    help="raw formats gen writes (comma-separated; see weibo-etl gen --help)")
     ap.add_argument("--reuse", action="store_true", help="reuse generated and cleaned data when present")
     ap.add_argument("--drop-raw", action="store_true",
                     help="delete the raw data once cleaned (the paper preset's 12.6 GB, for disk)")
@@ -52,6 +56,7 @@ def main():
     raw, clean, graph = out / f"raw-{args.preset}", out / f"clean-{args.preset}", out / f"graph-{args.preset}"
     ns = f"pipe{args.preset}{int(time.time())}"
     rows = []
+    truth_check = {}
 
     up = subprocess.run([BIN, "cluster", "up"], capture_output=True, text=True)
     if up.returncode != 0:
@@ -62,7 +67,8 @@ def main():
         if not (args.reuse and done):
             for d in (raw, clean, graph):
                 shutil.rmtree(d, ignore_errors=True)
-            secs, _, err = stage("gen", [BIN, "-q", "gen", "--out", raw, "--preset", args.preset], None)
+            secs, _, err = stage("gen", [BIN, "-q", "gen", "--out", raw, "--preset", args.preset,
+                                         "--formats", args.formats], None)
             truth = json.loads((raw / "_truth.json").read_text())
             records = sum(e["records_in"] for e in truth["entities"].values())
             mb = sum(f.stat().st_size for f in raw.rglob("*") if f.is_file()) / 1e6
@@ -73,6 +79,11 @@ def main():
                                            "--output", clean, "--date", DATE], report)
             c = doc["clean"]
             records = sum(e["records_in"] for e in c["entities"].values())
+            truth_check["clean"] = all(
+                c["entities"][e][k] == t[k] for e, t in truth["entities"].items()
+                for k in ("records_in", "records_out", "duplicates")
+            ) and all(c["entities"][e]["rejected_by_reason"] == t["rejected"] for e, t in truth["entities"].items())
+            truth_check["friend_pairs"] = truth["friend_pairs"]
             rows.append({"stage": "clean", "seconds": secs, "records": records,
                          "mb": c["bytes_in"] / 1e6, "peak_rss_mb": doc.get("peak_rss_mb")})
             if args.drop_raw:
@@ -92,6 +103,8 @@ def main():
                                                 "--load", "--regions", args.regions],
                              report)
         f = doc["friends"]
+        if "friend_pairs" in truth_check:
+            truth_check["friends"] = f["mutual_pairs"] == truth_check.pop("friend_pairs")
         rows.append({"stage": "friends --load", "seconds": secs, "records": f["edges_read"],
                      "pairs": f["mutual_pairs"], "puts": doc.get("load", {}).get("rows"),
                      "peak_rss_mb": doc.get("peak_rss_mb")})
@@ -106,8 +119,10 @@ def main():
         print(f"{r['stage']:<16} {r['seconds']:>9.1f} {r['records']:>13,} {r['records'] / r['seconds']:>11,.0f} "
               f"{mb if mb is not None else float('nan'):>9.1f} "
               f"{(mb or float('nan')) / r['seconds']:>7.1f} {r.get('peak_rss_mb') or 0:>8}")
-    doc = {"preset": args.preset, "date": time.strftime("%Y-%m-%d %H:%M"), "command": " ".join(sys.argv),
-           "stages": rows}
+    if truth_check:
+        print("equal to _truth.json: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in truth_check.items()))
+    doc = {"preset": args.preset, "formats": args.formats, "date": time.strftime("%Y-%m-%d %H:%M"),
+           "command": " ".join(sys.argv), "stages": rows, "equal_to_truth": truth_check}
     path = out / f"pipeline-{args.preset}.json"
     path.write_text(json.dumps(doc, indent=2))
     print(f"results: {path}")

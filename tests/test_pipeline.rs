@@ -20,7 +20,7 @@ fn go(args: &[&str]) {
 }
 
 /// Every format `gen --formats` writes.
-const ALL_FORMATS: &str = "canonical,nghuyong,mediacrawler,weibo-crawler,aminer";
+const ALL_FORMATS: &str = "canonical,nghuyong,mediacrawler,weibo-crawler,weibospider,aminer";
 
 /// `gen tiny` (with dirt) in `formats` and `clean`, checked against the truth; returns the
 /// folder, the cleaned output and the truth.
@@ -60,7 +60,8 @@ fn gen_and_clean(formats: &str) -> (tempfile::TempDir, std::path::PathBuf, Value
             "canonical" => &["comments", "follows", "posts", "reposts", "users"],
             "nghuyong" => &["comments", "follows", "posts", "users"],
             "mediacrawler" => &["comments", "posts", "users"],
-            "weibo-crawler" => &["comments", "users"],
+            "weibo-crawler" => &["comments", "posts", "users"],
+            "weibospider" => &["posts"],
             "aminer" => &["follows"],
             other => panic!("unknown format {other}"),
         };

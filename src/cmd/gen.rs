@@ -24,11 +24,13 @@ Formats: with --formats, records are spread over the chosen crawler formats, eac
 <out>/<entity>/<format>/ (AMiner: <out>/follows/aminer-NNNNN/{weibo_network.txt,uidlist.txt}):
 users as nghuyong user records, MediaCrawler creators or weibo-crawler users.csv; follows as
 nghuyong follow/fan records or AMiner arcs; posts that neither repost nor mention as nghuyong
-tweets or MediaCrawler notes; comments as nghuyong 2020 comments, MediaCrawler comments or the
-weibo-crawler export. Reposts, and posts that repost or mention, stay canonical: no crawler
-format records those links. The truth is the same whatever the formats; _truth.json says how
-many records went to each.
-  weibo-etl gen --out /tmp/mixed --preset tiny --formats canonical,nghuyong,mediacrawler,weibo-crawler,aminer";
+tweets or MediaCrawler notes, and the posts of the 64 most active authors (the accounts a
+timeline crawler follows) as weibo-crawler or weiboSpider files, one per account
+(<out>/posts/<format>-NNNNN/<name>/<uid>.csv; weiboSpider only those that neither repost nor
+mention); comments as nghuyong 2020 comments, MediaCrawler comments or the weibo-crawler
+export. Other posts, and reposts as records of their own, stay canonical. The truth is the same
+whatever the formats; _truth.json says how many records went to each.
+  weibo-etl gen --out /tmp/mixed --preset tiny --formats canonical,nghuyong,mediacrawler,weibo-crawler,weibospider,aminer";
 
 /// Generate realistic synthetic Weibo data (power-law follows, ~30 % reciprocity, zombies,
 /// repost chains, mentions, comments) with dirt at a controlled rate and its ground truth.
@@ -64,7 +66,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_parser = ["users", "follows", "posts", "comments", "reposts"])]
     only: Vec<String>,
     /// Raw formats to write (comma-separated: canonical, nghuyong, mediacrawler,
-    /// weibo-crawler, aminer). Each record goes to one of those that can carry it without
+    /// weibo-crawler, weibospider, aminer). Each record goes to one of those that can carry it without
     /// losing what the truth counts; the rest stay canonical. See "Formats" below
     #[arg(long, value_delimiter = ',', default_value = "canonical",
           value_parser = clap::builder::PossibleValuesParser::new(OutFormat::names()))]

@@ -5,18 +5,24 @@
 //! written in the canonical format (and counted, so a run can say so). What each crawler
 //! format can carry, from `../shared/spec/raw-formats.md` §2:
 //!
-//! | entity   | canonical | nghuyong             | mediacrawler          | weibo-crawler   | aminer |
-//! |----------|-----------|----------------------|-----------------------|-----------------|--------|
-//! | users    | yes       | user records         | creators              | `users.csv`     |        |
-//! | follows  | yes       | follow + fan records |                       |                 | network + uidlist |
-//! | posts    | yes       | tweets without repost or mention | notes, same limit |          |        |
-//! | comments | yes       | 2020 comments (bid)  | comments              | comments export |        |
-//! | reposts  | yes       |                      |                       |                 |        |
+//! | entity   | canonical | nghuyong | mediacrawler | weibo-crawler | weibospider | aminer |
+//! |----------|-----------|----------|--------------|---------------|-------------|--------|
+//! | users    | yes | user records | creators | `users.csv` | | |
+//! | follows  | yes | follow + fan records | | | | network + uidlist |
+//! | posts    | yes | plain tweets | plain notes | crawled accounts | their plain posts | |
+//! | comments | yes | 2020 comments (bid) | comments | comments export | | |
+//! | reposts  | yes | | | | | |
 //!
-//! Left out on purpose: weibo-crawler and weiboSpider post files carry no user id (the file
-//! name does, one file per user: millions of files at the paper's size), nghuyong's current
-//! comment and repost records do not name the post (the cleaner rejects them), and no
-//! crawler records what a post reposts or mentions except the canonical format.
+//! ("plain": neither reposts nor mentions anyone; those links only the canonical format and
+//! weibo-crawler record.)
+//!
+//! weibo-crawler and weiboSpider crawl the timelines of a configured list of accounts into one
+//! file per account (`<name>/<uid>.csv`: the rows carry no user id), so only the posts of the
+//! [`CRAWLED_ACCOUNTS`] most active authors go to them: weibo-crawler carries reposts (`源微博id`)
+//! and mentions (`@用户`); weiboSpider (bid ids, `无`, minute times, its header repeated on every
+//! run) carries neither. Left out on purpose: nghuyong's current comment and repost records do
+//! not name the post (the cleaner rejects them), and reposts as records of their own are
+//! canonical only.
 //!
 //! Invariants: the choice of format is a pure function of (seed, entity, record index), so
 //! a data set is the same bytes for a seed whatever the thread count; a record and its dirty
@@ -36,15 +42,21 @@ pub enum OutFormat {
     Nghuyong,
     MediaCrawler,
     WeiboCrawler,
+    WeiboSpider,
     Aminer,
 }
 
+/// Accounts the timeline crawlers (weibo-crawler, weiboSpider) follow: the first user indices
+/// among authors, the likeliest to post.
+pub const CRAWLED_ACCOUNTS: u64 = 64;
+
 impl OutFormat {
-    pub const ALL: [OutFormat; 5] = [
+    pub const ALL: [OutFormat; 6] = [
         OutFormat::Canonical,
         OutFormat::Nghuyong,
         OutFormat::MediaCrawler,
         OutFormat::WeiboCrawler,
+        OutFormat::WeiboSpider,
         OutFormat::Aminer,
     ];
 
@@ -54,6 +66,7 @@ impl OutFormat {
             OutFormat::Nghuyong => "nghuyong",
             OutFormat::MediaCrawler => "mediacrawler",
             OutFormat::WeiboCrawler => "weibo-crawler",
+            OutFormat::WeiboSpider => "weibospider",
             OutFormat::Aminer => "aminer",
         }
     }
@@ -75,9 +88,27 @@ impl OutFormat {
             (Canonical, _)
                 | (Nghuyong, "users" | "follows" | "posts" | "comments")
                 | (MediaCrawler, "users" | "posts" | "comments")
-                | (WeiboCrawler, "users" | "comments")
+                | (WeiboCrawler, "users" | "posts" | "comments")
+                | (WeiboSpider, "posts")
                 | (Aminer, "follows")
         )
+    }
+
+    /// Whether this format can carry post `p` without losing what the truth counts.
+    pub fn carries_post(self, author: u64, reposts: bool, mentions: bool) -> bool {
+        let plain = !reposts && !mentions;
+        match self {
+            OutFormat::Canonical => true,
+            OutFormat::Nghuyong | OutFormat::MediaCrawler => plain,
+            OutFormat::WeiboCrawler => author < CRAWLED_ACCOUNTS,
+            OutFormat::WeiboSpider => plain && author < CRAWLED_ACCOUNTS,
+            OutFormat::Aminer => false,
+        }
+    }
+
+    /// Formats that write one file per crawled account.
+    pub fn per_account(self) -> bool {
+        matches!(self, OutFormat::WeiboCrawler | OutFormat::WeiboSpider)
     }
 }
 
@@ -141,6 +172,8 @@ pub struct Post<'a> {
     pub mid: &'a str,
     pub bid: &'a str,
     pub uid: i64,
+    /// The retweeted post's bid (weibo-crawler writes it beside the mid).
+    pub retweet_bid: &'a str,
     pub created: &'a str,
     pub text: &'a str,
     pub source: &'a str,
@@ -234,7 +267,7 @@ impl User<'_> {
                 if self.verified { "True" } else { "False" },
                 if self.verified { "0" } else { "-1" },
             ),
-            OutFormat::Canonical | OutFormat::Aminer => writeln!(
+            OutFormat::Canonical | OutFormat::WeiboSpider | OutFormat::Aminer => writeln!(
                 w,
                 "{},{},{},{},{},{},\"{}\",{},{},{},{},{},{},{}",
                 self.uid,
@@ -300,6 +333,44 @@ impl Follow {
 impl Post<'_> {
     pub fn write(&self, format: OutFormat, w: &mut dyn Write) -> io::Result<()> {
         match format {
+            OutFormat::WeiboCrawler => {
+                // Ids carry a trailing TAB (so Excel keeps their digits); `日期` has a `T`,
+                // `完整日期` (which the reader prefers) a space; originals stop after `是否原创`.
+                let iso = self.created.replacen(' ', "T", 1);
+                write!(
+                    w,
+                    "{}\t,{},{},,,,,,{iso},{},{},0,0,{},{},{},False,0,{}",
+                    self.mid,
+                    self.bid,
+                    field(self.text),
+                    field(self.source),
+                    self.attitudes,
+                    field(self.topics),
+                    field(self.at_users),
+                    self.created,
+                    if self.retweet.is_some() {
+                        "False"
+                    } else {
+                        "True"
+                    },
+                )?;
+                if let Some(r) = self.retweet {
+                    write!(w, ",,,{r}\t,{},", self.retweet_bid)?;
+                }
+                writeln!(w)
+            }
+            OutFormat::WeiboSpider => {
+                // Minutes only, `无` for what is missing.
+                let minute = self.created.get(..16).unwrap_or(self.created);
+                writeln!(
+                    w,
+                    "{},{},无,无,无,True,无,无,{minute},{},{},0,0",
+                    self.bid,
+                    field(self.text),
+                    field(self.source),
+                    self.attitudes
+                )
+            }
             OutFormat::Nghuyong => line(
                 w,
                 json!({
@@ -473,7 +544,7 @@ pub struct PartFiles<'a> {
     entity: &'static str,
     part: u64,
     date: &'a str,
-    open: BTreeMap<(OutFormat, &'static str), AtomicFile>,
+    open: BTreeMap<(OutFormat, String), (AtomicFile, u64)>,
     /// Records written per format (dirty variants included).
     pub records: BTreeMap<OutFormat, u64>,
 }
@@ -499,22 +570,50 @@ impl<'a> PartFiles<'a> {
 
     /// The writer for `format`'s file of this part, counting one record.
     pub fn record(&mut self, format: OutFormat) -> io::Result<&mut dyn Write> {
+        self.record_in(format, "")
+    }
+
+    /// The writer for file `name` of `format` (an account's `<name>/<uid>.csv` for the
+    /// timeline crawlers), counting one record.
+    pub fn record_in(&mut self, format: OutFormat, name: &str) -> io::Result<&mut dyn Write> {
         *self.records.entry(format).or_default() += 1;
-        self.file(format, "")
+        let (file, records) = self.open_file(format, name)?;
+        *records += 1;
+        Ok(file)
+    }
+
+    /// Records written so far to file `name` of `format`.
+    pub fn file_records(&self, format: OutFormat, name: &str) -> u64 {
+        self.open
+            .get(&(format, name.to_string()))
+            .map_or(0, |(_, n)| *n)
     }
 
     /// The file `name` of `format` in this part (`""`: the format's only file).
-    pub fn file(&mut self, format: OutFormat, name: &'static str) -> io::Result<&mut dyn Write> {
-        let key = (format, name);
+    pub fn file(&mut self, format: OutFormat, name: &str) -> io::Result<&mut dyn Write> {
+        Ok(self.open_file(format, name)?.0)
+    }
+
+    fn open_file(
+        &mut self,
+        format: OutFormat,
+        name: &str,
+    ) -> io::Result<(&mut AtomicFile, &mut u64)> {
+        let key = (format, name.to_string());
         if !self.open.contains_key(&key) {
             let location = self.location(format, name);
             let mut file = self.fs.create_atomic(&location).map_err(io::Error::other)?;
             if let Some(header) = header(format, self.entity) {
+                // dataabc's crawlers write `utf-8-sig`.
+                if matches!(format, OutFormat::WeiboCrawler | OutFormat::WeiboSpider) {
+                    file.write_all(UTF8_BOM.as_bytes())?;
+                }
                 file.write_all(header.as_bytes())?;
             }
-            self.open.insert(key, file);
+            self.open.insert(key.clone(), (file, 0));
         }
-        Ok(self.open.get_mut(&key).expect("just opened"))
+        let (file, n) = self.open.get_mut(&key).expect("just opened");
+        Ok((file, n))
     }
 
     fn location(&self, format: OutFormat, name: &str) -> Location {
@@ -536,7 +635,13 @@ impl<'a> PartFiles<'a> {
                 "posts" => "search_contents",
                 _ => "search_comments",
             }),
-            OutFormat::WeiboCrawler => format!("{entity}_{part:05}.csv"),
+            OutFormat::WeiboCrawler | OutFormat::WeiboSpider if entity == "posts" => {
+                return self
+                    .dir
+                    .join(&format!("{}-{part:05}", format.name()))
+                    .join(name);
+            }
+            OutFormat::WeiboCrawler | OutFormat::WeiboSpider => format!("{entity}_{part:05}.csv"),
             OutFormat::Aminer => {
                 return self.dir.join(&format!("aminer-{part:05}")).join(name);
             }
@@ -545,22 +650,24 @@ impl<'a> PartFiles<'a> {
     }
 
     pub fn commit(self) -> crate::error::Result<()> {
-        for (_, file) in self.open {
+        for (_, (file, _)) in self.open {
             file.commit()?;
         }
         Ok(())
     }
 }
 
-/// The header a new file of `format` for `entity` starts with.
-fn header(format: OutFormat, entity: &str) -> Option<String> {
+/// The header a new file of `format` for `entity` starts with (after a BOM for dataabc's).
+pub fn header(format: OutFormat, entity: &str) -> Option<&'static str> {
     match (format, entity) {
-        (OutFormat::Canonical, "users") => Some("uid,screen_name,gender,province,city,location,description,verified,verified_type,followers_count,follow_count,statuses_count,created_at,crawl_time\n".into()),
-        (OutFormat::Canonical, "follows") => Some("follower,followee,followed_at,crawl_time\n".into()),
-        (OutFormat::Canonical, "comments") => Some("cid,mid,uid,created_at,text,like_count,reply_to_cid,crawl_time\n".into()),
-        (OutFormat::Canonical, "reposts") => Some("mid,uid,retweet_mid,created_at,text,crawl_time\n".into()),
-        (OutFormat::WeiboCrawler, "users") => Some(format!("{UTF8_BOM}用户id,昵称,性别,生日,所在地,IP属地,学习经历,公司,注册时间,阳光信用,微博数,粉丝数,关注数,简介,主页,头像,高清头像,微博等级,会员等级,是否认证,认证类型,认证信息,上次记录微博信息\n")),
-        (OutFormat::WeiboCrawler, "comments") => Some(format!("{UTF8_BOM}id,weibo_id,created_at,user_screen_name,text,pic_url,like_count\n")),
+        (OutFormat::Canonical, "users") => Some("uid,screen_name,gender,province,city,location,description,verified,verified_type,followers_count,follow_count,statuses_count,created_at,crawl_time\n"),
+        (OutFormat::Canonical, "follows") => Some("follower,followee,followed_at,crawl_time\n"),
+        (OutFormat::Canonical, "comments") => Some("cid,mid,uid,created_at,text,like_count,reply_to_cid,crawl_time\n"),
+        (OutFormat::Canonical, "reposts") => Some("mid,uid,retweet_mid,created_at,text,crawl_time\n"),
+        (OutFormat::WeiboCrawler, "users") => Some("用户id,昵称,性别,生日,所在地,IP属地,学习经历,公司,注册时间,阳光信用,微博数,粉丝数,关注数,简介,主页,头像,高清头像,微博等级,会员等级,是否认证,认证类型,认证信息,上次记录微博信息\n"),
+        (OutFormat::WeiboCrawler, "posts") => Some("id,bid,正文,头条文章url,原始图片url,视频url,Live Photo视频url,位置,日期,工具,点赞数,评论数,转发数,话题,@用户,完整日期,是否编辑过,编辑次数,是否原创,源用户id,源用户昵称,源微博id,源微博bid,源微博正文\n"),
+        (OutFormat::WeiboCrawler, "comments") => Some("id,weibo_id,created_at,user_screen_name,text,pic_url,like_count\n"),
+        (OutFormat::WeiboSpider, "posts") => Some("微博id,微博正文,头条文章url,原始图片url,被转发微博原始图片url,是否为原创微博,微博视频url,发布位置,发布时间,发布工具,点赞数,转发数,评论数\n"),
         _ => None,
     }
 }

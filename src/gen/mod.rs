@@ -523,23 +523,25 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
     log::info!("gen: writing posts");
     let posts_ref = &posts;
     let post_formats = formats_for("posts");
-    // Only the canonical format records what a post reposts or mentions.
-    let plain_post_formats: Vec<OutFormat> = post_formats
-        .iter()
-        .copied()
-        .filter(|f| *f == OutFormat::Canonical)
-        .collect();
     let (posts_truth, posts_formats) =
         out_ctx.write_parts("posts", spec.posts, |part, range, files| {
             let mut rng = rng_for(spec.seed, 12, part);
             let mut t = EntityTruth::default();
             for i in range {
                 let p = &posts_ref[i as usize];
-                let plain = p.retweet.is_none() && p.mentions.is_empty();
-                let format = if plain {
-                    formats::pick(&post_formats, spec.seed, 12, i)
+                let (mut able, mut k) = ([OutFormat::Canonical; OutFormat::ALL.len()], 0);
+                for f in &post_formats {
+                    if f.carries_post(p.author, p.retweet.is_some(), !p.mentions.is_empty()) {
+                        able[k] = *f;
+                        k += 1;
+                    }
+                }
+                let format = formats::pick(&able[..k], spec.seed, 12, i);
+                // The timeline crawlers' file of this post's author: `<name>/<uid>.csv`.
+                let account = if format.per_account() {
+                    format!("用户{:07}/{}.csv", p.author, uid(p.author))
                 } else {
-                    formats::pick(&plain_post_formats, spec.seed, 12, i)
+                    String::new()
                 };
                 let at: Vec<String> = p.mentions.iter().map(|m| format!("用户{m:07}")).collect();
                 let text = format!(
@@ -554,11 +556,13 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                     mid_to_bid(mid(i)),
                     shanghai_text(p.created),
                 );
+                let retweet_bid = p.retweet.map(|r| mid_to_bid(mid(r))).unwrap_or_default();
                 let at_users = at.join(",");
                 let mut post = Post {
                     mid: &mid_text,
                     bid: &bid,
                     uid: uid(p.author),
+                    retweet_bid: &retweet_bid,
                     created: &created,
                     text: &text,
                     source: SOURCES[(i % SOURCES.len() as u64) as usize],
@@ -568,18 +572,32 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                     retweet: p.retweet.map(mid),
                     crawl: end,
                 };
-                post.write(format, files.record(format)?)?;
+                post.write(format, files.record_in(format, &account)?)?;
                 t.records_in += 1;
                 t.records_out += 1;
+                if format == OutFormat::WeiboSpider && files.file_records(format, &account) == 2 {
+                    // weiboSpider writes its header again on every run: a repeated header row,
+                    // which the cleaner counts as a duplicate.
+                    let header = formats::header(format, "posts").expect("posts header");
+                    files
+                        .record_in(format, &account)?
+                        .write_all(header.as_bytes())?;
+                    t.records_in += 1;
+                    t.duplicates += 1;
+                }
                 if dirty(&mut rng) {
                     let (other_mid, lossy) = (
                         mid(spec.posts + i).to_string(),
                         format!("{:.2E}", mid(i) as f64),
                     );
+                    let other_bid = mid_to_bid(mid(spec.posts + i));
+                    // weiboSpider rows carry the bid, which Excel does not mangle: its dirt is
+                    // an unreadable time.
                     match rng.random_range(0..2) {
-                        0 => {
+                        r if r == 0 || format == OutFormat::WeiboSpider => {
                             post.created = "上周某天";
                             post.mid = &other_mid;
+                            post.bid = &other_bid;
                             *t.rejected.entry("bad_time".into()).or_default() += 1;
                         }
                         _ => {
@@ -587,7 +605,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                             *t.rejected.entry("lossy_id".into()).or_default() += 1;
                         }
                     }
-                    post.write(format, files.record(format)?)?;
+                    post.write(format, files.record_in(format, &account)?)?;
                     t.records_in += 1;
                 }
             }
