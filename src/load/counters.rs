@@ -90,6 +90,14 @@ fn orphan_post_partition(mid: i64, n: u32) -> u32 {
     (mix(mid as u64 ^ 0x5bd1_e995) % n as u64) as u32
 }
 
+/// The partition owning a post: its author's, or by its mid when the author is unknown.
+pub fn post_partition(author: Option<i64>, mid: i64, n: u32) -> u32 {
+    match author {
+        Some(uid) => uid_partition(uid, n),
+        None => orphan_post_partition(mid, n),
+    }
+}
+
 fn name_partition(name: &str, n: u32) -> u32 {
     let mut h = FxHasher::default();
     h.write(name.as_bytes());

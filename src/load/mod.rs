@@ -9,9 +9,12 @@
 //! Invariants:
 //! - Every cell of a run carries the same timestamp, derived from `--date` (midnight,
 //!   Asia/Shanghai): rewriting a cell replaces it instead of adding a version.
-//! - Work is split into units (one Parquet part file × its tables, plus the counters); a
-//!   unit is recorded in the manifest only after every writer has flushed all its rows, so
-//!   `--resume` may redo a unit but never skips an unfinished one.
+//! - Work is split into units: one Parquet part file × the tables that need nothing but its
+//!   rows (`post_by_mid`, `follow`, `fans`, `user_post`, `user_by_name`), and one unit per
+//!   counter partition ([`counters`]) writing that partition's `user` and `post` rows, profile
+//!   and counters in one put, and its mention edges. A unit is recorded in the manifest only
+//!   after every writer has flushed all its rows, so `--resume` may redo a unit but never
+//!   skips an unfinished one.
 //! - A writer that loses its connection reconnects and retries the same batch with backoff,
 //!   a bounded number of times; puts are idempotent, so a retried batch is harmless.
 
@@ -348,6 +351,116 @@ fn be(v: i64) -> Vec<u8> {
     v.to_be_bytes().to_vec()
 }
 
+/// The `user` row of cleaned user row `i`: profile cells and the crawler's reported counts.
+fn user_profile_put(b: &RecordBatch, i: usize, uid: i64) -> Put {
+    let mut p = Put::new(keys::user_key(uid));
+    for col in [
+        "screen_name",
+        "gender",
+        "province",
+        "city",
+        "location",
+        "description",
+    ] {
+        if let Some(v) = str_val(b, col, i) {
+            p = p.cell(&format!("info:{col}"), v);
+        }
+    }
+    if let Some(v) = bool_val(b, "verified", i) {
+        p = p.cell("info:verified", if v { "1" } else { "0" });
+    }
+    if let Some(v) = opt(i64_col(b, "verified_type"), i) {
+        p = p.cell("info:verified_type", be(v));
+    }
+    if let Some(v) = ts_col(b, "created_at").filter(|a| !a.is_null(i)) {
+        p = p.cell("info:created_at", be(v.value(i)));
+    }
+    for (col, q) in [
+        ("followers_count", "reported_followers"),
+        ("follow_count", "reported_following"),
+        ("statuses_count", "reported_posts"),
+    ] {
+        if let Some(v) = opt(i64_col(b, col), i) {
+            p = p.cell(&format!("count:{q}"), be(v));
+        }
+    }
+    p
+}
+
+/// The counters of a user, added to its `user` row.
+fn with_user_counts(p: Put, c: &[i64; 5]) -> Put {
+    p.cell("count:followers", be(c[0]))
+        .cell("count:following", be(c[1]))
+        .cell("count:posts", be(c[2]))
+        .cell("count:reposts_received", be(c[3]))
+        .cell("count:comments_received", be(c[4]))
+}
+
+/// The `post` row of cleaned post row `i`: content cells and the reported counts.
+fn post_info_put(b: &RecordBatch, i: usize, key: Vec<u8>, at: i64) -> Put {
+    let mut p = Put::new(key)
+        .cell("info:created_at", be(at))
+        .cell("info:text", str_val(b, "text", i).unwrap_or_default())
+        .cell(
+            "info:deleted",
+            if bool_val(b, "is_deleted", i) == Some(true) {
+                "1"
+            } else {
+                "0"
+            },
+        );
+    if let Some(v) = str_val(b, "source", i) {
+        p = p.cell("info:source", v);
+    }
+    for col in ["topics", "at_users", "pics"] {
+        let items = list_val(b, col, i);
+        if !items.is_empty() {
+            p = p.cell(&format!("info:{col}"), items.join(","));
+        }
+    }
+    if let Some(r) = opt(i64_col(b, "retweet_mid"), i) {
+        p = p.cell("info:retweet_mid", be(r));
+    }
+    for (col, q) in [
+        ("reposts_count", "reported_reposts"),
+        ("comments_count", "reported_comments"),
+        ("attitudes_count", "reported_attitudes"),
+    ] {
+        if let Some(v) = opt(i64_col(b, col), i) {
+            p = p.cell(&format!("count:{q}"), be(v));
+        }
+    }
+    p
+}
+
+/// Counters of one partition, looked up by key while its rows stream past; what no row
+/// claims (a followee who is not in `users`, say) is written count-only afterwards.
+struct Claims<K, V> {
+    entries: Vec<(K, V)>,
+    claimed: Vec<bool>,
+}
+
+impl<K: Ord + Copy, V> Claims<K, V> {
+    fn new(entries: Vec<(K, V)>) -> Self {
+        let claimed = vec![false; entries.len()];
+        Claims { entries, claimed }
+    }
+
+    fn claim(&mut self, key: K) -> Option<&V> {
+        let i = self.entries.binary_search_by(|(k, _)| k.cmp(&key)).ok()?;
+        self.claimed[i] = true;
+        Some(&self.entries[i].1)
+    }
+
+    fn unclaimed(&self) -> impl Iterator<Item = &(K, V)> {
+        self.entries
+            .iter()
+            .zip(&self.claimed)
+            .filter(|(_, c)| !**c)
+            .map(|(e, _)| e)
+    }
+}
+
 /// Creates the namespace and any missing table of `options.tables`, pre-split.
 fn ensure_tables(options: &LoadOptions) -> Result<()> {
     let mut admin = Admin::connect(&options.admin, options.timeouts)?;
@@ -513,40 +626,6 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         let uid = i64_col(b, "uid").expect("uid");
                         for i in 0..b.num_rows() {
                             let u = uid.value(i);
-                            if wants(Table::User) {
-                                let mut p = Put::new(keys::user_key(u));
-                                for col in [
-                                    "screen_name",
-                                    "gender",
-                                    "province",
-                                    "city",
-                                    "location",
-                                    "description",
-                                ] {
-                                    if let Some(v) = str_val(b, col, i) {
-                                        p = p.cell(&format!("info:{col}"), v);
-                                    }
-                                }
-                                if let Some(v) = bool_val(b, "verified", i) {
-                                    p = p.cell("info:verified", if v { "1" } else { "0" });
-                                }
-                                if let Some(v) = opt(i64_col(b, "verified_type"), i) {
-                                    p = p.cell("info:verified_type", be(v));
-                                }
-                                if let Some(v) = ts_col(b, "created_at").filter(|a| !a.is_null(i)) {
-                                    p = p.cell("info:created_at", be(v.value(i)));
-                                }
-                                for (col, q) in [
-                                    ("followers_count", "reported_followers"),
-                                    ("follow_count", "reported_following"),
-                                    ("statuses_count", "reported_posts"),
-                                ] {
-                                    if let Some(v) = opt(i64_col(b, col), i) {
-                                        p = p.cell(&format!("count:{q}"), be(v));
-                                    }
-                                }
-                                r.put(Table::User, p)?;
-                            }
                             if wants(Table::UserByName) {
                                 if let Some(name) = str_val(b, "screen_name", i) {
                                     r.put(
@@ -574,41 +653,6 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                             let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
                             let key = keys::post_key(uid, at, m);
                             let rt = opt(i64_col(b, "retweet_mid"), i);
-                            if wants(Table::Post) {
-                                let mut p = Put::new(key.clone())
-                                    .cell("info:created_at", be(at))
-                                    .cell("info:text", str_val(b, "text", i).unwrap_or_default())
-                                    .cell(
-                                        "info:deleted",
-                                        if bool_val(b, "is_deleted", i) == Some(true) {
-                                            "1"
-                                        } else {
-                                            "0"
-                                        },
-                                    );
-                                if let Some(v) = str_val(b, "source", i) {
-                                    p = p.cell("info:source", v);
-                                }
-                                for col in ["topics", "at_users", "pics"] {
-                                    let items = list_val(b, col, i);
-                                    if !items.is_empty() {
-                                        p = p.cell(&format!("info:{col}"), items.join(","));
-                                    }
-                                }
-                                if let Some(r) = rt {
-                                    p = p.cell("info:retweet_mid", be(r));
-                                }
-                                for (col, q) in [
-                                    ("reposts_count", "reported_reposts"),
-                                    ("comments_count", "reported_comments"),
-                                    ("attitudes_count", "reported_attitudes"),
-                                ] {
-                                    if let Some(v) = opt(i64_col(b, col), i) {
-                                        p = p.cell(&format!("count:{q}"), be(v));
-                                    }
-                                }
-                                r.put(Table::Post, p)?;
-                            }
                             if wants(Table::PostByMid) {
                                 r.put(
                                     Table::PostByMid,
@@ -725,21 +769,60 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                     })?;
                     unresolved
                         .fetch_add(c.unresolved_mentions, std::sync::atomic::Ordering::Relaxed);
+                    // Each user and post row goes out once, profile and counters together:
+                    // half the puts of writing the counters on their own.
                     if wants(Table::User) {
-                        for (uid, c) in &c.users {
+                        let mut users = Claims::new(c.users);
+                        for f in counter_inputs.users {
+                            partition::read_parquet(fs, f, &mut |b| {
+                                let uid = i64_col(b, "uid").expect("uid");
+                                for i in 0..b.num_rows() {
+                                    let u = uid.value(i);
+                                    if counters::uid_partition(u, partitions) != p {
+                                        continue;
+                                    }
+                                    let put = user_profile_put(b, i, u);
+                                    let put = match users.claim(u) {
+                                        Some(c) => with_user_counts(put, c),
+                                        None => put,
+                                    };
+                                    r.put(Table::User, put)?;
+                                }
+                                Ok(())
+                            })?;
+                        }
+                        for (uid, c) in users.unclaimed() {
                             r.put(
                                 Table::User,
-                                Put::new(keys::user_key(*uid))
-                                    .cell("count:followers", be(c[0]))
-                                    .cell("count:following", be(c[1]))
-                                    .cell("count:posts", be(c[2]))
-                                    .cell("count:reposts_received", be(c[3]))
-                                    .cell("count:comments_received", be(c[4])),
+                                with_user_counts(Put::new(keys::user_key(*uid)), c),
                             )?;
                         }
                     }
                     if wants(Table::Post) {
-                        for (mid, (uid, at, reposts, comments)) in &c.posts {
+                        let mut posts = Claims::new(c.posts);
+                        for f in counter_inputs.posts {
+                            partition::read_parquet(fs, f, &mut |b| {
+                                let mid = i64_col(b, "mid").expect("mid");
+                                let created = ts_col(b, "created_at").expect("created_at");
+                                for i in 0..b.num_rows() {
+                                    let (m, at) = (mid.value(i), created.value(i));
+                                    let uid = opt(i64_col(b, "uid"), i);
+                                    if counters::post_partition(uid, m, partitions) != p {
+                                        continue;
+                                    }
+                                    let key = keys::post_key(uid.unwrap_or(0), at, m);
+                                    let mut put = post_info_put(b, i, key, at);
+                                    if let Some((_, _, reposts, comments)) = posts.claim(m) {
+                                        put = put
+                                            .cell("count:reposts", be(*reposts))
+                                            .cell("count:comments", be(*comments));
+                                    }
+                                    r.put(Table::Post, put)?;
+                                }
+                                Ok(())
+                            })?;
+                        }
+                        for (mid, (uid, at, reposts, comments)) in posts.unclaimed() {
                             r.put(
                                 Table::Post,
                                 Put::new(keys::post_key(*uid, *at, *mid))
