@@ -95,9 +95,23 @@ fn gen_and_clean(formats: &str) -> (tempfile::TempDir, std::path::PathBuf, Value
         .iter()
         .map(|f| f["format"].as_str().unwrap())
         .collect();
-    if formats.contains("aminer") {
-        assert!(read_as.contains("aminer-network"), "{read_as:?}");
-    }
+    let expected_reads: &[&str] = if formats == ALL_FORMATS {
+        &[
+            "aminer-network",
+            "aminer-uidlist",
+            "canonical-csv",
+            "canonical-jsonl",
+            "mediacrawler-jsonl",
+            "nghuyong-jsonl",
+            "weibo-crawler-comments",
+            "weibo-crawler-posts",
+            "weibo-crawler-users",
+            "weibospider-posts",
+        ]
+    } else {
+        &["canonical-csv", "canonical-jsonl"]
+    };
+    assert_eq!(read_as.into_iter().collect::<Vec<_>>(), expected_reads);
     (dir, out, truth)
 }
 

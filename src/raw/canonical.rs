@@ -26,11 +26,12 @@ fn record_excerpt(record: &ByteRecord) -> String {
 }
 
 /// Reads a canonical CSV file.
+/// Returns what the header said the file is (`None` without a header we know).
 pub fn read_csv(
     reader: Box<dyn BufRead + Send>,
     path: &str,
     emit: &mut dyn FnMut(Item),
-) -> io::Result<()> {
+) -> io::Result<Option<&'static str>> {
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -41,7 +42,7 @@ pub fn read_csv(
     loop {
         let line = csv.position().line() + 1;
         match csv.read_byte_record(&mut record) {
-            Ok(false) => return Ok(()),
+            Ok(false) => return Ok(header.and_then(|(_, m)| m).map(|m| m.dialect)),
             Ok(true) => {}
             Err(e) => {
                 if let csv::ErrorKind::Io(_) = e.kind() {
@@ -161,16 +162,18 @@ pub(crate) fn value_text(v: &Value) -> Option<String> {
 }
 
 /// Reads canonical JSON lines; the entity is detected per record from its keys.
+/// Returns what the file's first recognised record was (`nghuyong-jsonl`, ...).
 pub fn read_jsonl(
     mut reader: Box<dyn BufRead + Send>,
     emit: &mut dyn FnMut(Item),
-) -> io::Result<()> {
+) -> io::Result<Option<&'static str>> {
     let mut buf = Vec::new();
     let mut line = 0u64;
+    let mut dialect = None;
     loop {
         buf.clear();
         if reader.read_until(b'\n', &mut buf)? == 0 {
-            return Ok(());
+            return Ok(dialect);
         }
         line += 1;
         let reject = |reason, text: &str| Item::Rejected {
@@ -197,9 +200,11 @@ pub fn read_jsonl(
             }
         };
         // Known crawler shapes first (their keys would not name one of our entities).
-        if let Some((entity, record)) =
-            super::nghuyong::map(&object).or_else(|| super::mediacrawler::map(&object))
-        {
+        let crawler = super::nghuyong::map(&object)
+            .map(|m| ("nghuyong-jsonl", m))
+            .or_else(|| super::mediacrawler::map(&object).map(|m| ("mediacrawler-jsonl", m)));
+        if let Some((name, (entity, record))) = crawler {
+            dialect.get_or_insert(name);
             emit(Item::Record {
                 line,
                 entity,
@@ -211,6 +216,7 @@ pub fn read_jsonl(
             emit(reject(Reject::UnknownRecord, text));
             continue;
         };
+        dialect.get_or_insert("canonical-jsonl");
         let mut raw = RawRecord::new(entity);
         for (key, value) in &object {
             if let (Some(i), Some(text)) = (entity.field_index(key), value_text(value)) {

@@ -146,6 +146,7 @@ pub fn header(names: &[String]) -> Option<Mapped> {
     });
     Some(Mapped {
         mediacrawler: times,
+        dialect: "mediacrawler-csv",
         ..Mapped::columns(entity, mapping)
     })
 }

@@ -256,11 +256,15 @@ pub fn read_file(
         source: e,
     };
     let mut warnings = Vec::new();
+    // What the header or the records said the file is, more precisely than its format.
+    let mut dialect = None;
     match format {
         Some(Format::CanonicalCsv) => {
-            canonical::read_csv(reader, &path_hint, emit).map_err(io_err)?
+            dialect = canonical::read_csv(reader, &path_hint, emit).map_err(io_err)?
         }
-        Some(Format::CanonicalJsonl) => canonical::read_jsonl(reader, emit).map_err(io_err)?,
+        Some(Format::CanonicalJsonl) => {
+            dialect = canonical::read_jsonl(reader, emit).map_err(io_err)?
+        }
         Some(Format::AminerNetwork) => {
             let uids = aminer_uidlist(fs, file)?;
             let every = if file.len < 64 << 20 {
@@ -279,7 +283,7 @@ pub fn read_file(
     }
     Ok(FileSummary {
         path: path_hint,
-        format: format.map(Format::name),
+        format: dialect.or(format.map(Format::name)),
         encoding,
         compression,
         bytes: file.len,

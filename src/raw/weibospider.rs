@@ -52,6 +52,8 @@ pub struct Mapped {
     pub wider: Vec<Vec<Option<usize>>>,
     /// MediaCrawler rows need a fix-up that reads several columns.
     pub mediacrawler: Option<super::mediacrawler::CsvTimes>,
+    /// What the file is, for the report (`canonical-csv`, `weibospider-posts`, ...).
+    pub dialect: &'static str,
 }
 
 impl Mapped {
@@ -64,6 +66,7 @@ impl Mapped {
             short_rows_ok: false,
             wider: Vec::new(),
             mediacrawler: None,
+            dialect: "canonical-csv",
         }
     }
 
@@ -135,6 +138,7 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
     Some(Mapped {
         wider,
         short_rows_ok: true,
+        dialect: "weibo-crawler-posts",
         constants: uid_from_path(entity, path),
         ..Mapped::columns(entity, mapping)
     })
@@ -176,17 +180,21 @@ const CRAWLER_COMMENT_COLUMNS: &[(&str, &str)] = &[
 /// (`id, weibo_id, created_at, user_screen_name, text, pic_url, like_count`).
 pub fn crawler_other_header(names: &[String]) -> Option<Mapped> {
     let has = |n: &str| names.iter().any(|x| x == n);
-    let (entity, columns) = if has("用户id") && has("昵称") {
-        (Entity::Users, CRAWLER_USER_COLUMNS)
+    let (entity, columns, dialect) = if has("用户id") && has("昵称") {
+        (Entity::Users, CRAWLER_USER_COLUMNS, "weibo-crawler-users")
     } else if has("weibo_id") && has("user_screen_name") {
-        (Entity::Comments, CRAWLER_COMMENT_COLUMNS)
+        (
+            Entity::Comments,
+            CRAWLER_COMMENT_COLUMNS,
+            "weibo-crawler-comments",
+        )
     } else {
         return None;
     };
-    Some(Mapped::columns(
-        entity,
-        Mapped::table_mapping(entity, names, columns),
-    ))
+    Some(Mapped {
+        dialect,
+        ..Mapped::columns(entity, Mapped::table_mapping(entity, names, columns))
+    })
 }
 
 fn uid_from_path(entity: Entity, path: &str) -> Vec<(usize, String)> {
@@ -213,6 +221,7 @@ pub fn header(names: &[String], path: &str) -> Option<Mapped> {
     let mapping = Mapped::table_mapping(entity, names, COLUMNS);
     Some(Mapped {
         constants: uid_from_path(entity, path),
+        dialect: "weibospider-posts",
         ..Mapped::columns(entity, mapping)
     })
 }
