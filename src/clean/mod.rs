@@ -192,6 +192,15 @@ impl RawRecord {
         }
     }
 
+    /// A record whose fields will take about `bytes` bytes: one allocation instead of a
+    /// series of regrowths (and copies) as a kilobyte-long row is filled in.
+    pub fn with_capacity(entity: Entity, bytes: usize) -> Self {
+        RawRecord {
+            buf: String::with_capacity(bytes),
+            spans: vec![None; entity.fields().len()],
+        }
+    }
+
     /// Sets canonical field `index` (ignored when out of range).
     pub fn set_index(&mut self, index: usize, value: &str) {
         if index < self.spans.len() {

@@ -94,7 +94,8 @@ pub fn read_csv(
             });
             continue;
         };
-        let mut raw = RawRecord::new(entity);
+        let constants: usize = mapped.constants.iter().map(|(_, v)| v.len()).sum();
+        let mut raw = RawRecord::with_capacity(entity, record.as_slice().len() + constants);
         for (i, value) in &mapped.constants {
             raw.set_index(*i, value);
         }
