@@ -292,6 +292,98 @@ pub fn down(paths: &ClusterPaths) -> Result<bool> {
     Ok(true)
 }
 
+/// A second Thrift1 gateway in a JVM of its own, in front of the running local cluster (found
+/// through its ZooKeeper), so a test can kill a gateway for real (SIGKILL: every connection
+/// drops, nothing is flushed) and start it again, while the cluster itself stays up. Killed
+/// when dropped.
+pub struct Gateway {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Gateway {
+    /// Starts the gateway on `port` and waits until it answers (or `timeout` passes).
+    pub fn start(paths: &ClusterPaths, port: u16, timeout: Duration) -> Result<Gateway> {
+        let zk_file = paths.state.join("data").join("zookeeper-port");
+        let zk = fs::read_to_string(&zk_file).map_err(|e| io_err("read", &zk_file, e))?;
+        let log_path = paths.state.join(format!("gateway-{port}.log"));
+        let log = fs::File::create(&log_path).map_err(|e| io_err("create", &log_path, e))?;
+        // The gateway reads its settings from an hbase-site.xml first on its classpath.
+        let conf = paths.state.join(format!("gateway-{port}-conf"));
+        fs::create_dir_all(&conf).map_err(|e| io_err("create", &conf, e))?;
+        let site = conf.join("hbase-site.xml");
+        let property = |name: &str, value: &str| {
+            format!("<property><name>{name}</name><value>{value}</value></property>")
+        };
+        fs::write(
+            &site,
+            format!(
+                "<configuration>{}{}{}</configuration>\n",
+                property("hbase.zookeeper.quorum", "127.0.0.1"),
+                property("hbase.zookeeper.property.clientPort", zk.trim()),
+                property("hbase.thrift.info.port", "-1"),
+            ),
+        )
+        .map_err(|e| io_err("write", &site, e))?;
+        let port_text = port.to_string();
+        let child = Command::new(java())
+            .arg("-Xmx512m")
+            .args(JDK17_FLAGS)
+            .arg("-cp")
+            .arg(format!("{}:{}", conf.display(), prepare(paths)?))
+            .arg("org.apache.hadoop.hbase.thrift.ThriftServer")
+            .args([
+                "-port",
+                &port_text,
+                "-bind",
+                "127.0.0.1",
+                "-threadpool",
+                "start",
+            ])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| io_err("open", &log_path, e))?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| Error::Cluster(format!("cannot start a Thrift gateway: {e}")))?;
+        let mut gateway = Gateway { child, port };
+        let deadline = Instant::now() + timeout;
+        // Answering means a real call returns, not merely that the port accepts.
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = gateway.child.try_wait() {
+                return Err(Error::Cluster(format!(
+                    "the Thrift gateway on {port} exited ({status}); see {}",
+                    log_path.display()
+                )));
+            }
+            let addr = format!("127.0.0.1:{port}");
+            if crate::hbase::Connection::connect(&addr, crate::hbase::Timeouts::default())
+                .and_then(|mut c| c.table_names())
+                .is_ok()
+            {
+                return Ok(gateway);
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        gateway.kill();
+        Err(Error::Cluster(format!(
+            "the Thrift gateway on {port} did not answer in {timeout:?}; see {}",
+            log_path.display()
+        )))
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 fn stop_pid(pid: u32, grace: Duration) -> Result<()> {
     use nix::sys::signal::{kill, Signal};
     let target = nix::unistd::Pid::from_raw(pid as i32);

@@ -290,12 +290,11 @@ fn unreachable_gateway_fails_with_exit_5() {
     assert!(stderr(&out).contains("127.0.0.1:1"), "{}", stderr(&out));
 }
 
-#[test]
-fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
-    cluster::ensure();
-    let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    let clean = dir.path().join("clean");
+/// 3,000 generated users' data, cleaned under `dir/clean`: enough units and batches for a
+/// load to be interrupted halfway.
+fn generated_clean(dir: &Path) -> std::path::PathBuf {
+    let raw = dir.join("raw");
+    let clean = dir.join("clean");
     let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
     ok(run(bin()
         .args(["-q", "gen", "--users", "3000", "--seed", "5", "--out"])
@@ -306,6 +305,15 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
         .arg("--output")
         .arg(&clean)
         .args(["--date", DATE])));
+    clean
+}
+
+#[test]
+fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let clean = generated_clean(dir.path());
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
 
     // The reference: one uninterrupted load.
     let reference = cluster::namespace("load_ref");
@@ -371,6 +379,97 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
     );
     assert!(r["load"]["units_done"].as_u64().unwrap() >= 1);
     assert!(r["load"]["counter_partitions"].as_u64().unwrap() > 4, "{r}");
+
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    for table in [
+        "user",
+        "post",
+        "post_by_mid",
+        "follow",
+        "fans",
+        "user_post",
+        "user_by_name",
+    ] {
+        let a = table_digest(&mut conn, &format!("{reference}:{table}"));
+        let b = table_digest(&mut conn, &format!("{victim}:{table}"));
+        assert!(a.0 > 0, "{table} is empty");
+        assert_eq!(
+            a, b,
+            "{table}: resumed load differs from an uninterrupted one"
+        );
+    }
+}
+
+/// The Thrift gateway itself dies (SIGKILL to its own JVM, so every connection drops) in the
+/// middle of a load: the loader's retries run out and it stops with the unreachable-HBase exit
+/// code; once a gateway is back, `--resume` finishes, and every table equals an uninterrupted
+/// load's.
+#[test]
+fn killed_thrift_gateway_then_resume_gives_the_same_tables() {
+    use weibo_etl::cluster::{ClusterPaths, Gateway};
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let clean = generated_clean(dir.path());
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
+    let reference = cluster::namespace("gw_ref");
+    ok(load(&clean, &reference, &[]));
+
+    let paths = ClusterPaths::discover();
+    let port = 9190;
+    let timeout = std::time::Duration::from_secs(120);
+    let mut gateway = Gateway::start(&paths, port, timeout).unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let victim = cluster::namespace("gw_kill");
+    let through_gateway = |extra: &[&str]| {
+        let mut cmd = bin();
+        cmd.args(["-q", "--hbase", &addr, "--hbase-admin", cluster::THRIFT2])
+            .args(["--namespace", &victim, "load", "--input"])
+            .arg(&clean)
+            .args(["--date", DATE, "--regions", "4", "--writers", "3"])
+            .args(["--batch-bytes", "2000"])
+            .args(extra);
+        cmd
+    };
+    let manifest = clean
+        .join("_load")
+        .join(format!("dt={DATE}"))
+        .join(format!("{victim}.json"));
+    let mut child = through_gateway(&[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the load finished before the gateway could be killed"
+        );
+        let units = std::fs::read(&manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
+            .map_or(0, |v| v.len());
+        if units >= 1 {
+            gateway.kill();
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no unit finished in time"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let failed = child.wait_with_output().unwrap();
+    assert_eq!(
+        failed.status.code(),
+        Some(5),
+        "a load whose gateway died must stop with exit 5: {}",
+        stderr(&failed)
+    );
+
+    let _gateway = Gateway::start(&paths, port, timeout).unwrap();
+    let resumed = run(&mut through_gateway(&["--resume"]));
+    ok(resumed);
 
     let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
     for table in [
