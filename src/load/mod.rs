@@ -9,12 +9,13 @@
 //! Invariants:
 //! - Every cell of a run carries the same timestamp, derived from `--date` (midnight,
 //!   Asia/Shanghai): rewriting a cell replaces it instead of adding a version.
-//! - Work is split into units: one Parquet part file × the tables that need nothing but its
-//!   rows (`post_by_mid`, `follow`, `fans`, `user_post`, `user_by_name`), and one unit per
-//!   counter partition ([`counters`]) writing that partition's `user` and `post` rows, profile
-//!   and counters in one put, and its mention edges. A unit is recorded in the manifest only
-//!   after every writer has flushed all its rows, so `--resume` may redo a unit but never
-//!   skips an unfinished one.
+//! - Work is split into units: one Parquet part file × its rows' tables, and one unit per
+//!   counter partition ([`counters`]) writing its counters and mention edges. When the
+//!   counters fit one partition, its unit also writes the `user` and `post` rows, profile and
+//!   counters in one put; with several, the part units write the profiles and the counter
+//!   units put the counters apart (the same cells). A unit is recorded in the manifest, under
+//!   the run's table set, only after every writer has flushed all its rows, so `--resume` may
+//!   redo a unit but never skips an unfinished one.
 //! - A writer that loses its connection reconnects and retries the same batch with backoff,
 //!   a bounded number of times; puts are idempotent, so a retried batch is harmless.
 
@@ -608,7 +609,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         comments: &files["comments"],
     };
     let partitions = counters::partitions_for(fs, &counter_inputs, options.memory_budget)?;
+    // When the counters fit in one partition, `user` and `post` rows are written with their
+    // counters in one put; with several, profiles go with their parts and counters apart
+    // (the same cells either way), so no partition re-reads the wide columns.
+    let merged = partitions == 1;
     let wants = |t: Table| options.tables.contains(&t);
+    let counted = wants(Table::User) || wants(Table::Post) || wants(Table::UserPost);
     let mut report = LoadReport {
         cell_timestamp: ts,
         ..LoadReport::default()
@@ -626,6 +632,9 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         let uid = i64_col(b, "uid").expect("uid");
                         for i in 0..b.num_rows() {
                             let u = uid.value(i);
+                            if wants(Table::User) && !merged {
+                                r.put(Table::User, user_profile_put(b, i, u))?;
+                            }
                             if wants(Table::UserByName) {
                                 if let Some(name) = str_val(b, "screen_name", i) {
                                     r.put(
@@ -653,6 +662,9 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                             let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
                             let key = keys::post_key(uid, at, m);
                             let rt = opt(i64_col(b, "retweet_mid"), i);
+                            if wants(Table::Post) && !merged {
+                                r.put(Table::Post, post_info_put(b, i, key.clone(), at))?;
+                            }
                             if wants(Table::PostByMid) {
                                 r.put(
                                     Table::PostByMid,
@@ -747,7 +759,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                 }),
             ));
         }
-        for p in 0..partitions {
+        for p in (0..partitions).filter(|_| counted) {
             units.push((
                 format!("counters:{p}/{partitions}"),
                 Box::new(move |r: &mut Router| {
@@ -769,8 +781,31 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                     })?;
                     unresolved
                         .fetch_add(c.unresolved_mentions, std::sync::atomic::Ordering::Relaxed);
-                    // Each user and post row goes out once, profile and counters together:
-                    // half the puts of writing the counters on their own.
+                    if !merged {
+                        // The profiles went out with their parts: counters alone here, so no
+                        // partition reads the wide columns again.
+                        if wants(Table::User) {
+                            for (uid, c) in &c.users {
+                                r.put(
+                                    Table::User,
+                                    with_user_counts(Put::new(keys::user_key(*uid)), c),
+                                )?;
+                            }
+                        }
+                        if wants(Table::Post) {
+                            for (mid, (uid, at, reposts, comments)) in &c.posts {
+                                r.put(
+                                    Table::Post,
+                                    Put::new(keys::post_key(*uid, *at, *mid))
+                                        .cell("count:reposts", be(*reposts))
+                                        .cell("count:comments", be(*comments)),
+                                )?;
+                            }
+                        }
+                        return Ok(());
+                    }
+                    // One partition: each user and post row goes out once, profile and
+                    // counters together (half the puts of writing the counters on their own).
                     if wants(Table::User) {
                         let mut users = Claims::new(c.users);
                         for f in counter_inputs.users {
@@ -836,6 +871,13 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             ));
         }
 
+        // A unit is "done" only for the tables it was run with: a resume with other --tables
+        // redoes it.
+        let tables: Vec<&str> = options.tables.iter().map(|t| t.name()).collect();
+        let tables = tables.join(",");
+        for (name, _) in units.iter_mut() {
+            *name = format!("{tables}|{name}");
+        }
         let (mut units_done, mut units_skipped) = (0usize, 0usize);
         with_writers(options, ts, started, &mut report, &mut |router| {
             for (name, unit) in &units {
