@@ -218,13 +218,21 @@ fn generated_data_loads_into_hbase_with_the_truths_counters() {
             );
         }
     }
-    for top in truth["top_by_followers"].as_array().unwrap() {
-        let (uid, followers) = (top[0].as_i64().unwrap(), top[1].as_u64().unwrap());
-        assert_eq!(
-            count(&counters(uid), "followers"),
-            followers,
-            "followers of {uid}"
-        );
+    // The top ten users of every counter, as HBase serves them.
+    for metric in [
+        "followers",
+        "following",
+        "posts",
+        "friends",
+        "reposts_received",
+        "comments_received",
+    ] {
+        let list = truth[format!("top_by_{metric}")].as_array().unwrap();
+        assert_eq!(list.len(), 10, "top_by_{metric}");
+        for top in list {
+            let (uid, n) = (top[0].as_i64().unwrap(), top[1].as_u64().unwrap());
+            assert_eq!(count(&counters(uid), metric), n, "{metric} of {uid}");
+        }
     }
 }
 

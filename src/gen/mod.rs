@@ -107,7 +107,13 @@ pub struct Truth {
     /// comments whose commenter is known (weibo-crawler's export names only a screen name).
     pub user_post_edges: u64,
     pub mentions: u64,
+    /// The ten users with the most of each counter, `(uid, count)`, most first.
     pub top_by_followers: Vec<(i64, u64)>,
+    pub top_by_following: Vec<(i64, u64)>,
+    pub top_by_posts: Vec<(i64, u64)>,
+    pub top_by_friends: Vec<(i64, u64)>,
+    pub top_by_reposts_received: Vec<(i64, u64)>,
+    pub top_by_comments_received: Vec<(i64, u64)>,
     pub sampled_users: Vec<UserTruth>,
     /// Per entity, the records written in each raw format (dirty ones included).
     pub formats: BTreeMap<String, BTreeMap<String, u64>>,
@@ -702,18 +708,26 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
     }
 
     // Top users and a few sampled users' counters.
-    let mut top: Vec<(u64, u32)> = graph
-        .followers
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (i as u64, *f))
-        .collect();
-    top.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    truth.top_by_followers = top
-        .iter()
-        .take(10)
-        .map(|(i, f)| (uid(*i), *f as u64))
-        .collect();
+    // Ties go to the smaller uid, so the lists are a function of the data.
+    let top = |metric: &[u32]| -> Vec<(i64, u64)> {
+        let mut ranked: Vec<(u64, u32)> = metric
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u64, *v))
+            .collect();
+        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+            .iter()
+            .take(10)
+            .map(|(i, v)| (uid(*i), *v as u64))
+            .collect()
+    };
+    truth.top_by_followers = top(&graph.followers);
+    truth.top_by_following = top(&graph.following);
+    truth.top_by_posts = top(&posts_by);
+    truth.top_by_friends = top(&graph.friends);
+    truth.top_by_reposts_received = top(&reposts_received);
+    truth.top_by_comments_received = top(&comments_received);
     let samples = [0, 1, 2, n / 3, n / 2, n - 1];
     truth.sampled_users = samples
         .iter()
