@@ -237,11 +237,6 @@ pub fn read_parquet_columns(
     columns: &[&str],
     f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
-    let bad = |e: String| Error::BadInput {
-        path: file.location.to_string(),
-        line: 0,
-        reason: e,
-    };
     let builder = open_parquet(fs, file)?;
     let roots: Vec<usize> = builder
         .schema()
@@ -252,15 +247,11 @@ pub fn read_parquet_columns(
         .map(|(i, _)| i)
         .collect();
     let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(64 * 1024)
-        .build()
-        .map_err(|e| bad(e.to_string()))?;
-    for batch in reader {
-        f(&batch.map_err(|e| bad(e.to_string()))?)?;
-    }
-    Ok(())
+    stream_batches(
+        file,
+        builder.with_projection(mask).with_batch_size(64 * 1024),
+        f,
+    )
 }
 
 /// Streams the record batches of one Parquet file.
@@ -269,15 +260,20 @@ pub fn read_parquet(
     file: &FileEntry,
     f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
+    stream_batches(file, open_parquet(fs, file)?.with_batch_size(8192), f)
+}
+
+fn stream_batches(
+    file: &FileEntry,
+    builder: ParquetRecordBatchReaderBuilder<ParquetFile>,
+    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+) -> Result<()> {
     let bad = |e: String| Error::BadInput {
         path: file.location.to_string(),
         line: 0,
         reason: e,
     };
-    let reader = open_parquet(fs, file)?
-        .with_batch_size(8192)
-        .build()
-        .map_err(|e| bad(e.to_string()))?;
+    let reader = builder.build().map_err(|e| bad(e.to_string()))?;
     for batch in reader {
         f(&batch.map_err(|e| bad(e.to_string()))?)?;
     }

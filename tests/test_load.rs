@@ -290,6 +290,59 @@ fn unreachable_gateway_fails_with_exit_5() {
     assert!(stderr(&out).contains("127.0.0.1:1"), "{}", stderr(&out));
 }
 
+/// Where a load of `clean` into `ns` keeps its checkpoint manifest.
+fn manifest_of(clean: &Path, ns: &str) -> std::path::PathBuf {
+    clean
+        .join("_load")
+        .join(format!("dt={DATE}"))
+        .join(format!("{ns}.json"))
+}
+
+/// Waits (up to two minutes) until a running load's manifest records a finished unit; the
+/// load must not end before that, or there is nothing left to interrupt.
+fn wait_for_a_finished_unit(child: &mut std::process::Child, manifest: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the load finished ({status}) before it could be interrupted");
+        }
+        let units = std::fs::read(manifest)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
+            .map_or(0, |v| v.len());
+        if units >= 1 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no unit finished in time"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Every table of `victim` equals `reference`'s: row count and a digest of every cell.
+fn assert_same_tables(reference: &str, victim: &str) {
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    for table in [
+        "user",
+        "post",
+        "post_by_mid",
+        "follow",
+        "fans",
+        "user_post",
+        "user_by_name",
+    ] {
+        let a = table_digest(&mut conn, &format!("{reference}:{table}"));
+        let b = table_digest(&mut conn, &format!("{victim}:{table}"));
+        assert!(a.0 > 0, "{table} is empty");
+        assert_eq!(
+            a, b,
+            "{table}: resumed load differs from an uninterrupted one"
+        );
+    }
+}
+
 /// 3,000 generated users' data, cleaned under `dir/clean`: enough units and batches for a
 /// load to be interrupted halfway.
 fn generated_clean(dir: &Path) -> std::path::PathBuf {
@@ -324,36 +377,16 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
     // also prove that partitioned counters are exactly the single-pass ones.
     let victim = cluster::namespace("load_kill");
     let partitioned = ["--memory-budget", "64KiB"];
-    let manifest = clean
-        .join("_load")
-        .join(format!("dt={DATE}"))
-        .join(format!("{victim}.json"));
+    let manifest = manifest_of(&clean, &victim);
     let mut child = load_cmd(&clean, &victim)
         .args(partitioned)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("the load finished ({status}) before it could be killed");
-        }
-        let units = std::fs::read(&manifest)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
-            .map_or(0, |v| v.len());
-        if units >= 1 {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no unit finished in time"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_a_finished_unit(&mut child, &manifest);
+    child.kill().unwrap();
+    child.wait().unwrap();
     let done_before: Vec<String> =
         serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     let report = dir.path().join("resume.json");
@@ -380,24 +413,7 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
     assert!(r["load"]["units_done"].as_u64().unwrap() >= 1);
     assert!(r["load"]["counter_partitions"].as_u64().unwrap() > 4, "{r}");
 
-    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
-    for table in [
-        "user",
-        "post",
-        "post_by_mid",
-        "follow",
-        "fans",
-        "user_post",
-        "user_by_name",
-    ] {
-        let a = table_digest(&mut conn, &format!("{reference}:{table}"));
-        let b = table_digest(&mut conn, &format!("{victim}:{table}"));
-        assert!(a.0 > 0, "{table} is empty");
-        assert_eq!(
-            a, b,
-            "{table}: resumed load differs from an uninterrupted one"
-        );
-    }
+    assert_same_tables(&reference, &victim);
 }
 
 /// The Thrift gateway itself dies (SIGKILL to its own JVM, so every connection drops) in the
@@ -430,35 +446,14 @@ fn killed_thrift_gateway_then_resume_gives_the_same_tables() {
             .args(extra);
         cmd
     };
-    let manifest = clean
-        .join("_load")
-        .join(format!("dt={DATE}"))
-        .join(format!("{victim}.json"));
+    let manifest = manifest_of(&clean, &victim);
     let mut child = through_gateway(&[])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the load finished before the gateway could be killed"
-        );
-        let units = std::fs::read(&manifest)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
-            .map_or(0, |v| v.len());
-        if units >= 1 {
-            gateway.kill();
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no unit finished in time"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_a_finished_unit(&mut child, &manifest);
+    gateway.kill();
     let failed = child.wait_with_output().unwrap();
     assert_eq!(
         failed.status.code(),
@@ -471,24 +466,7 @@ fn killed_thrift_gateway_then_resume_gives_the_same_tables() {
     let resumed = run(&mut through_gateway(&["--resume"]));
     ok(resumed);
 
-    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
-    for table in [
-        "user",
-        "post",
-        "post_by_mid",
-        "follow",
-        "fans",
-        "user_post",
-        "user_by_name",
-    ] {
-        let a = table_digest(&mut conn, &format!("{reference}:{table}"));
-        let b = table_digest(&mut conn, &format!("{victim}:{table}"));
-        assert!(a.0 > 0, "{table} is empty");
-        assert_eq!(
-            a, b,
-            "{table}: resumed load differs from an uninterrupted one"
-        );
-    }
+    assert_same_tables(&reference, &victim);
 }
 
 #[test]

@@ -33,7 +33,6 @@ use arrow::datatypes::{
     DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMillisecondType,
 };
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ProjectionMask;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -218,36 +217,14 @@ impl Input {
         times: bool,
         f: &mut dyn FnMut(EdgeChunk) -> Result<()>,
     ) -> Result<()> {
-        let builder = self.open(file)?;
-        let schema = builder.parquet_schema();
         let names: &[&str] = if times {
             &["follower", "followee", "followed_at"]
         } else {
             &["follower", "followee"]
         };
-        let wanted: Vec<usize> = names
-            .iter()
-            .filter_map(|name| schema.columns().iter().position(|c| c.name() == *name))
-            .collect();
-        let mask = ProjectionMask::leaves(schema, wanted);
-        let reader = builder
-            .with_projection(mask)
-            .with_batch_size(64 * 1024)
-            .build()
-            .map_err(|e| Error::BadInput {
-                path: file.location.to_string(),
-                line: 0,
-                reason: e.to_string(),
-            })?;
-        for batch in reader {
-            let batch = batch.map_err(|e| Error::BadInput {
-                path: file.location.to_string(),
-                line: 0,
-                reason: e.to_string(),
-            })?;
-            f(chunk_from_batch(&batch, &file.location)?)?;
-        }
-        Ok(())
+        crate::partition::read_parquet_columns(&self.fs, file, names, &mut |batch| {
+            f(chunk_from_batch(batch, &file.location)?)
+        })
     }
 }
 

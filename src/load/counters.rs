@@ -89,7 +89,7 @@ fn orphan_post_partition(mid: i64, n: u32) -> u32 {
 }
 
 /// The partition owning a post: its author's, or by its mid when the author is unknown.
-pub fn post_partition(author: Option<i64>, mid: i64, n: u32) -> u32 {
+fn post_partition(author: Option<i64>, mid: i64, n: u32) -> u32 {
     match author {
         Some(uid) => uid_partition(uid, n),
         None => orphan_post_partition(mid, n),
@@ -159,17 +159,14 @@ pub fn compute(
             let uid = i64_col(b, "uid");
             let created = ts_col(b, "created_at").expect("created_at");
             for i in 0..b.num_rows() {
-                let m = mid.value(i);
-                match opt(uid, i) {
-                    Some(u) if mine(u) => {
-                        users.entry(u).or_default()[2] += 1;
-                        posts.insert(m, (u, created.value(i), 0, 0));
-                    }
-                    None if orphan_post_partition(m, n) == p => {
-                        posts.insert(m, (0, created.value(i), 0, 0));
-                    }
-                    _ => {}
+                let (m, author) = (mid.value(i), opt(uid, i));
+                if post_partition(author, m, n) != p {
+                    continue;
                 }
+                if let Some(u) = author {
+                    users.entry(u).or_default()[2] += 1;
+                }
+                posts.insert(m, (author.unwrap_or(0), created.value(i), 0, 0));
             }
             Ok(())
         })?;

@@ -388,6 +388,18 @@ fn user_profile_put(b: &RecordBatch, i: usize, uid: i64) -> Put {
     p
 }
 
+/// A `user` row holding only the counters (a user seen in follows but not in `users`, or a
+/// counter written apart from the profile).
+fn user_counts_put(uid: i64, c: &[i64; 5]) -> Put {
+    with_user_counts(Put::new(keys::user_key(uid)), c)
+}
+
+/// The counters of a post, added to its `post` row.
+fn with_post_counts(p: Put, reposts: i64, comments: i64) -> Put {
+    p.cell("count:reposts", be(reposts))
+        .cell("count:comments", be(comments))
+}
+
 /// The counters of a user, added to its `user` row.
 fn with_user_counts(p: Put, c: &[i64; 5]) -> Put {
     p.cell("count:followers", be(c[0]))
@@ -432,6 +444,20 @@ fn post_info_put(b: &RecordBatch, i: usize, key: Vec<u8>, at: i64) -> Put {
         }
     }
     p
+}
+
+/// Streams a part's batches: every column when `columns` is empty, else only those.
+fn read_rows(
+    fs: &FileSystems,
+    file: &FileEntry,
+    columns: &[&str],
+    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+) -> Result<()> {
+    if columns.is_empty() {
+        partition::read_parquet(fs, file, f)
+    } else {
+        partition::read_parquet_columns(fs, file, columns, f)
+    }
 }
 
 /// Counters of one partition, looked up by key while its rows stream past; what no row
@@ -628,7 +654,13 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             units.push((
                 format!("users:{}", f.location),
                 Box::new(move |r: &mut Router| {
-                    partition::read_parquet(fs, &f, &mut |b| {
+                    // The profile columns only when this unit writes the profiles.
+                    let columns: &[&str] = if wants(Table::User) && !merged {
+                        &[]
+                    } else {
+                        &["uid", "screen_name"]
+                    };
+                    read_rows(fs, &f, columns, &mut |b| {
                         let uid = i64_col(b, "uid").expect("uid");
                         for i in 0..b.num_rows() {
                             let u = uid.value(i);
@@ -654,7 +686,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             units.push((
                 format!("posts:{}", f.location),
                 Box::new(move |r: &mut Router| {
-                    partition::read_parquet(fs, &f, &mut |b| {
+                    let columns: &[&str] = if wants(Table::Post) && !merged {
+                        &[]
+                    } else {
+                        &["mid", "uid", "created_at", "retweet_mid"]
+                    };
+                    read_rows(fs, &f, columns, &mut |b| {
                         let mid = i64_col(b, "mid").expect("mid");
                         let created = ts_col(b, "created_at").expect("created_at");
                         for i in 0..b.num_rows() {
@@ -786,26 +823,23 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         // partition reads the wide columns again.
                         if wants(Table::User) {
                             for (uid, c) in &c.users {
-                                r.put(
-                                    Table::User,
-                                    with_user_counts(Put::new(keys::user_key(*uid)), c),
-                                )?;
+                                r.put(Table::User, user_counts_put(*uid, c))?;
                             }
                         }
                         if wants(Table::Post) {
                             for (mid, (uid, at, reposts, comments)) in &c.posts {
+                                let key = keys::post_key(*uid, *at, *mid);
                                 r.put(
                                     Table::Post,
-                                    Put::new(keys::post_key(*uid, *at, *mid))
-                                        .cell("count:reposts", be(*reposts))
-                                        .cell("count:comments", be(*comments)),
+                                    with_post_counts(Put::new(key), *reposts, *comments),
                                 )?;
                             }
                         }
                         return Ok(());
                     }
-                    // One partition: each user and post row goes out once, profile and
-                    // counters together (half the puts of writing the counters on their own).
+                    // One partition (so every row is this unit's): each user and post row goes
+                    // out once, profile and counters together (half the puts of writing the
+                    // counters on their own).
                     if wants(Table::User) {
                         let mut users = Claims::new(c.users);
                         for f in counter_inputs.users {
@@ -813,9 +847,6 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                 let uid = i64_col(b, "uid").expect("uid");
                                 for i in 0..b.num_rows() {
                                     let u = uid.value(i);
-                                    if counters::uid_partition(u, partitions) != p {
-                                        continue;
-                                    }
                                     let put = user_profile_put(b, i, u);
                                     let put = match users.claim(u) {
                                         Some(c) => with_user_counts(put, c),
@@ -827,10 +858,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                             })?;
                         }
                         for (uid, c) in users.unclaimed() {
-                            r.put(
-                                Table::User,
-                                with_user_counts(Put::new(keys::user_key(*uid)), c),
-                            )?;
+                            r.put(Table::User, user_counts_put(*uid, c))?;
                         }
                     }
                     if wants(Table::Post) {
@@ -841,28 +869,24 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                 let created = ts_col(b, "created_at").expect("created_at");
                                 for i in 0..b.num_rows() {
                                     let (m, at) = (mid.value(i), created.value(i));
-                                    let uid = opt(i64_col(b, "uid"), i);
-                                    if counters::post_partition(uid, m, partitions) != p {
-                                        continue;
-                                    }
-                                    let key = keys::post_key(uid.unwrap_or(0), at, m);
-                                    let mut put = post_info_put(b, i, key, at);
-                                    if let Some((_, _, reposts, comments)) = posts.claim(m) {
-                                        put = put
-                                            .cell("count:reposts", be(*reposts))
-                                            .cell("count:comments", be(*comments));
-                                    }
+                                    let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
+                                    let put = post_info_put(b, i, keys::post_key(uid, at, m), at);
+                                    let put = match posts.claim(m) {
+                                        Some((_, _, reposts, comments)) => {
+                                            with_post_counts(put, *reposts, *comments)
+                                        }
+                                        None => put,
+                                    };
                                     r.put(Table::Post, put)?;
                                 }
                                 Ok(())
                             })?;
                         }
                         for (mid, (uid, at, reposts, comments)) in posts.unclaimed() {
+                            let key = keys::post_key(*uid, *at, *mid);
                             r.put(
                                 Table::Post,
-                                Put::new(keys::post_key(*uid, *at, *mid))
-                                    .cell("count:reposts", be(*reposts))
-                                    .cell("count:comments", be(*comments)),
+                                with_post_counts(Put::new(key), *reposts, *comments),
                             )?;
                         }
                     }
