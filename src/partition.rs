@@ -29,30 +29,41 @@ use parquet::file::reader::{ChunkReader, Length};
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
-/// Writes one Parquet file atomically (an empty one, with the schema, when `batch` is `None`).
+/// Writes one Parquet file atomically (an empty one, with the schema, when `batch` is `None`),
+/// laid out by column type (see [`typed_properties`]).
 pub fn write_parquet(
     fs: &FileSystems,
     location: &Location,
     schema: SchemaRef,
     batch: Option<&RecordBatch>,
 ) -> Result<()> {
-    write_parquet_with(fs, location, schema, batch, true)
-}
-
-/// [`write_parquet`] with a choice of dictionary encoding: worth it for repetitive text,
-/// pure hashing cost for columns of distinct ids.
-pub fn write_parquet_with(
-    fs: &FileSystems,
-    location: &Location,
-    schema: SchemaRef,
-    batch: Option<&RecordBatch>,
-    dictionary: bool,
-) -> Result<()> {
-    let mut writer = ParquetWriter::create(fs, location, schema, dictionary)?;
+    let props = typed_properties(&schema).build();
+    let mut writer = ParquetWriter::create_with(fs, location, schema, props)?;
     if let Some(batch) = batch {
         writer.write(batch)?;
     }
     writer.finish()
+}
+
+/// Writer properties chosen per column type: ids, counts and times (int64 and timestamps)
+/// delta-encoded, text dictionary-encoded. Our rows are sorted by their leading ids and
+/// crawled times cluster, so deltas are small: on the paper-size follows this halves the
+/// files against dictionary pages (which overflow on distinct ids and fall back to plain)
+/// and cuts decoding them by ~40 % (README, friends).
+pub fn typed_properties(schema: &SchemaRef) -> parquet::file::properties::WriterPropertiesBuilder {
+    use arrow::datatypes::DataType;
+    use parquet::basic::Encoding;
+    use parquet::schema::types::ColumnPath;
+    let mut props = writer_properties(true);
+    for field in schema.fields() {
+        if matches!(field.data_type(), DataType::Int64 | DataType::Timestamp(..)) {
+            let column = ColumnPath::from(field.name().as_str());
+            props = props
+                .set_column_dictionary_enabled(column.clone(), false)
+                .set_column_encoding(column, Encoding::DELTA_BINARY_PACKED);
+        }
+    }
+    props
 }
 
 /// A Parquet file written batch by batch (row groups are flushed as they fill, so memory
@@ -69,14 +80,17 @@ impl ParquetWriter {
         schema: SchemaRef,
         dictionary: bool,
     ) -> Result<ParquetWriter> {
-        let props = WriterProperties::builder()
-            .set_dictionary_enabled(dictionary)
-            .set_compression(Compression::ZSTD(
-                ZstdLevel::try_new(3).expect("valid level"),
-            ))
-            .set_max_row_group_size(ROW_GROUP_ROWS)
-            .set_created_by("weibo-etl".into())
-            .build();
+        Self::create_with(fs, location, schema, writer_properties(dictionary).build())
+    }
+
+    /// [`ParquetWriter::create`] with properties of the caller's own, built from
+    /// [`writer_properties`] so compression and row groups stay those of every output.
+    pub fn create_with(
+        fs: &FileSystems,
+        location: &Location,
+        schema: SchemaRef,
+        props: WriterProperties,
+    ) -> Result<ParquetWriter> {
         let file = fs.create_atomic(location)?;
         let writer = ArrowWriter::try_new(file, schema, Some(props))
             .map_err(|e| parquet_error(location, e))?;
@@ -99,6 +113,87 @@ impl ParquetWriter {
             .into_inner()
             .map_err(|e| parquet_error(&location, e))?
             .commit()
+    }
+
+    /// Moves the writer to a thread of its own, so encoding and compressing this file
+    /// overlaps with whatever produces the batches (and with other such files).
+    pub fn in_background(self) -> BackgroundParquetWriter {
+        let location = self.location.clone();
+        // Two batches in flight: enough to keep both sides busy, little memory.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+        let thread = std::thread::spawn(move || -> Result<ParquetWriter> {
+            let mut writer = self;
+            for batch in rx {
+                writer.write(&batch)?;
+            }
+            Ok(writer)
+        });
+        BackgroundParquetWriter {
+            tx: Some(tx),
+            thread: Some(thread),
+            location,
+        }
+    }
+}
+
+/// The properties every output file starts from: zstd, [`ROW_GROUP_ROWS`] row groups, and
+/// dictionary encoding only where asked (worth it for repetitive text, pure hashing cost for
+/// columns of distinct ids).
+pub fn writer_properties(dictionary: bool) -> parquet::file::properties::WriterPropertiesBuilder {
+    WriterProperties::builder()
+        .set_dictionary_enabled(dictionary)
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("valid level"),
+        ))
+        .set_max_row_group_size(ROW_GROUP_ROWS)
+        .set_created_by("weibo-etl".into())
+}
+
+/// A [`ParquetWriter`] running on its own thread (see [`ParquetWriter::in_background`]).
+/// An encoding or I/O error surfaces at the next [`write`](Self::write) or at
+/// [`finish`](Self::finish); dropped unfinished, the file is abandoned like any unfinished
+/// [`ParquetWriter`].
+pub struct BackgroundParquetWriter {
+    tx: Option<std::sync::mpsc::SyncSender<RecordBatch>>,
+    thread: Option<std::thread::JoinHandle<Result<ParquetWriter>>>,
+    location: Location,
+}
+
+impl BackgroundParquetWriter {
+    pub fn write(&mut self, batch: RecordBatch) -> Result<()> {
+        let sent = self.tx.as_ref().map(|tx| tx.send(batch).is_ok());
+        match sent {
+            Some(true) => Ok(()),
+            // The thread hung up: it failed, and its error is the one to report.
+            _ => self.join().map(drop),
+        }
+    }
+
+    /// Waits for the queued batches, then writes the footer and moves the file into place.
+    pub fn finish(mut self) -> Result<()> {
+        self.join()?.finish()
+    }
+
+    fn join(&mut self) -> Result<ParquetWriter> {
+        drop(self.tx.take());
+        let thread = self.thread.take().ok_or_else(|| Error::Io {
+            op: "write parquet",
+            path: self.location.to_string(),
+            source: std::io::Error::other("writer already failed"),
+        })?;
+        match thread.join() {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for BackgroundParquetWriter {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            // Unfinished: the writer is dropped on its thread, uncommitted.
+            drop(self.join());
+        }
     }
 }
 

@@ -210,6 +210,8 @@ pub fn init_logging(global: &Global) {
             },
         )
         .format_target(false)
+        // Stages of a job are often well under a second apart.
+        .format_timestamp_millis()
         .parse_env("WEIBO_ETL_LOG")
         .init();
 }
