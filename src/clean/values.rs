@@ -371,7 +371,37 @@ static PLAIN_BYTE: [bool; 256] = {
 
 /// True when [`PLAIN_BYTE`] admits every byte, or the byte is the 0xEF lead of a full-width
 /// form (U+FF00..U+FFFF: `，` `！` `？` are everywhere in Chinese text) rather than U+FEFF.
+///
+/// Every text field of every record passes here, so whole blocks are checked at once with
+/// range tests and no early exit, which the compiler turns into vector compares; the tail
+/// (and the last byte's look-ahead) goes through [`is_plain_bytewise`].
 fn is_plain(bytes: &[u8]) -> bool {
+    const BLOCK: usize = 32;
+    let mut start = 0;
+    // A block needs the byte after it, to tell a full-width lead from U+FEFF's.
+    while start + BLOCK < bytes.len() {
+        let block = &bytes[start..=start + BLOCK];
+        let mut plain = true;
+        for i in 0..BLOCK {
+            let (b, next) = (block[i], block[i + 1]);
+            let admitted = (b.wrapping_sub(0x20) < 0x5f)
+                | (b == 0x0a)
+                | (b.wrapping_sub(0x80) < 0x40)
+                | (b.wrapping_sub(0xc3) < 9)
+                | (b.wrapping_sub(0xe3) < 7);
+            let fullwidth = (b == 0xef) & (next.wrapping_sub(0xbc) < 4);
+            plain &= admitted | fullwidth;
+        }
+        if !plain {
+            return false;
+        }
+        start += BLOCK;
+    }
+    is_plain_bytewise(&bytes[start..])
+}
+
+/// [`is_plain`] a byte at a time, by the table.
+fn is_plain_bytewise(bytes: &[u8]) -> bool {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
@@ -471,6 +501,38 @@ pub fn parse_gender(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Mostly admitted bytes, so that a rejected one can sit anywhere in a long text:
+        // inside a block, at its last byte (look-ahead into the next), or in the tail.
+        #[test]
+        fn block_check_agrees_with_the_table(
+            bytes in prop::collection::vec(
+                prop_oneof![
+                    8 => prop::sample::select(vec![b'a', b' ', b'\n', 0x80, 0xbf, 0xc3, 0xe4, 0xe9, 0xbc]),
+                    2 => prop::sample::select(vec![0xef, 0xbb, 0xbd, 0xff]),
+                    1 => any::<u8>(),
+                ],
+                0..200,
+            )
+        ) {
+            prop_assert_eq!(is_plain(&bytes), is_plain_bytewise(&bytes));
+        }
+    }
+
+    #[test]
+    fn long_plain_text_passes_and_a_bom_anywhere_fails_it() {
+        let text = "今天天气很好，我们去公园散步吧！Weibo 2026 ok？".repeat(5);
+        assert!(is_plain(text.as_bytes()));
+        for at in 0..=text.len() {
+            if text.is_char_boundary(at) {
+                let mut t = text.clone();
+                t.insert(at, '\u{feff}');
+                assert!(!is_plain(t.as_bytes()), "BOM at byte {at}");
+            }
+        }
+    }
 
     fn sh(s: &str) -> i64 {
         shanghai(NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").unwrap())
