@@ -181,10 +181,16 @@ impl BackgroundParquetWriter {
             path: self.location.to_string(),
             source: std::io::Error::other("writer already failed"),
         })?;
-        match thread.join() {
-            Ok(result) => result,
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        // A panic in the encoder becomes this file's error: re-raising it here could abort a
+        // process already unwinding (a drop after another failure) and would skip the
+        // caller's clean-up of its staged folders.
+        thread.join().unwrap_or_else(|_| {
+            Err(Error::Io {
+                op: "write parquet",
+                path: self.location.to_string(),
+                source: std::io::Error::other("the writer thread panicked"),
+            })
+        })
     }
 }
 

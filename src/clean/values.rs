@@ -370,27 +370,32 @@ static PLAIN_BYTE: [bool; 256] = {
 };
 
 /// True when [`PLAIN_BYTE`] admits every byte, or the byte is the 0xEF lead of a full-width
-/// form (U+FF00..U+FFFF: `，` `！` `？` are everywhere in Chinese text) rather than U+FEFF.
+/// form (U+FF00..U+FFFF: `，` `！` `？` are everywhere in Chinese text) rather than U+FEFF, and
+/// no combining mark of the CJK block is there (U+302A..U+302F, U+3099..U+309A: `か` + U+3099
+/// composes to `が`, so such text must take the normalizing path).
 ///
 /// Every text field of every record passes here, so whole blocks are checked at once with
-/// range tests and no early exit, which the compiler turns into vector compares; the tail
-/// (and the last byte's look-ahead) goes through [`is_plain_bytewise`].
+/// compares and no early exit, which the compiler turns into vector instructions; the tail
+/// goes through [`is_plain_bytewise`].
 fn is_plain(bytes: &[u8]) -> bool {
     const BLOCK: usize = 32;
     let mut start = 0;
-    // A block needs the byte after it, to tell a full-width lead from U+FEFF's.
-    while start + BLOCK < bytes.len() {
-        let block = &bytes[start..=start + BLOCK];
+    // A block needs the two bytes after it: a lead byte's continuation decides.
+    while start + BLOCK + 1 < bytes.len() {
+        let block = &bytes[start..start + BLOCK + 2];
         let mut plain = true;
         for i in 0..BLOCK {
-            let (b, next) = (block[i], block[i + 1]);
+            let (b, next, after) = (block[i], block[i + 1], block[i + 2]);
             let admitted = (b.wrapping_sub(0x20) < 0x5f)
                 | (b == 0x0a)
                 | (b.wrapping_sub(0x80) < 0x40)
                 | (b.wrapping_sub(0xc3) < 9)
                 | (b.wrapping_sub(0xe3) < 7);
             let fullwidth = (b == 0xef) & (next.wrapping_sub(0xbc) < 4);
-            plain &= admitted | fullwidth;
+            let combining = (b == 0xe3)
+                & (((next == 0x80) & (after.wrapping_sub(0xaa) < 6))
+                    | ((next == 0x82) & (after.wrapping_sub(0x99) < 2)));
+            plain &= (admitted | fullwidth) & !combining;
         }
         if !plain {
             return false;
@@ -405,11 +410,20 @@ fn is_plain_bytewise(bytes: &[u8]) -> bool {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
+        let (next, after) = (bytes.get(i + 1).copied(), bytes.get(i + 2).copied());
         if !PLAIN_BYTE[b as usize] {
-            let fullwidth = b == 0xef && matches!(bytes.get(i + 1), Some(0xbc..=0xbf));
+            let fullwidth = b == 0xef && matches!(next, Some(0xbc..=0xbf));
             if !fullwidth {
                 return false;
             }
+        }
+        let combining = b == 0xe3
+            && matches!(
+                (next, after),
+                (Some(0x80), Some(0xaa..=0xaf)) | (Some(0x82), Some(0x99..=0x9a))
+            );
+        if combining {
+            return false;
         }
         i += 1;
     }
@@ -512,6 +526,7 @@ mod tests {
                 prop_oneof![
                     8 => prop::sample::select(vec![b'a', b' ', b'\n', 0x80, 0xbf, 0xc3, 0xe4, 0xe9, 0xbc]),
                     2 => prop::sample::select(vec![0xef, 0xbb, 0xbd, 0xff]),
+                    2 => prop::sample::select(vec![0xe3, 0x82, 0x99, 0x9a, 0x80, 0xaa, 0xaf]),
                     1 => any::<u8>(),
                 ],
                 0..200,
@@ -519,6 +534,16 @@ mod tests {
         ) {
             prop_assert_eq!(is_plain(&bytes), is_plain_bytewise(&bytes));
         }
+    }
+
+    #[test]
+    fn combining_kana_marks_are_composed() {
+        // Long enough for the block check as well as the tail.
+        let text = format!("{}か\u{3099}", "平".repeat(20));
+        assert_eq!(clean_text(&text).0, format!("{}が", "平".repeat(20)));
+        let text = format!("か\u{309a}{}", "平".repeat(20));
+        assert!(!is_plain(text.as_bytes()));
+        assert_eq!(clean_text("か\u{3099}").0, "が");
     }
 
     #[test]
