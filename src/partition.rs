@@ -38,7 +38,7 @@ pub fn write_parquet(
     batch: Option<&RecordBatch>,
 ) -> Result<()> {
     let props = typed_properties(&schema).build();
-    let mut writer = ParquetWriter::create_with(fs, location, schema, props)?;
+    let mut writer = ParquetWriter::create(fs, location, schema, props)?;
     if let Some(batch) = batch {
         writer.write(batch)?;
     }
@@ -74,18 +74,10 @@ pub struct ParquetWriter {
 }
 
 impl ParquetWriter {
+    /// Creates the file (staged: it appears at [`ParquetWriter::finish`]) with properties
+    /// built from [`writer_properties`] or [`typed_properties`], so compression and row
+    /// groups stay those of every output.
     pub fn create(
-        fs: &FileSystems,
-        location: &Location,
-        schema: SchemaRef,
-        dictionary: bool,
-    ) -> Result<ParquetWriter> {
-        Self::create_with(fs, location, schema, writer_properties(dictionary).build())
-    }
-
-    /// [`ParquetWriter::create`] with properties of the caller's own, built from
-    /// [`writer_properties`] so compression and row groups stay those of every output.
-    pub fn create_with(
         fs: &FileSystems,
         location: &Location,
         schema: SchemaRef,

@@ -356,27 +356,30 @@ fn parse_relative(t: &str, crawl_ms: i64) -> Option<i64> {
     with_year(m.parse().ok()?, d.parse().ok()?, time)
 }
 
-/// Bytes that may appear in text needing neither normalization nor removal: printable ASCII,
-/// newline, UTF-8 continuation bytes, and the lead bytes of U+00C0..U+02FF (U+0080..U+00BF holds
-/// C1 controls and the soft hyphen) and of U+3000..U+9FFF (CJK).
-static PLAIN_BYTE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = matches!(b, 0x20..=0x7e | 0x0a | 0x80..=0xbf | 0xc3..=0xcb | 0xe3..=0xe9);
-        b += 1;
-    }
-    t
-};
-
-/// True when [`PLAIN_BYTE`] admits every byte, or the byte is the 0xEF lead of a full-width
-/// form (U+FF00..U+FFFF: `，` `！` `？` are everywhere in Chinese text) rather than U+FEFF, and
-/// no combining mark of the CJK block is there (U+302A..U+302F, U+3099..U+309A: `か` + U+3099
-/// composes to `が`, so such text must take the normalizing path).
+/// Whether byte `b`, followed by `next` and `after` (0 past the end), can be in text needing
+/// neither normalization nor removal. Admitted: printable ASCII, newline, UTF-8 continuation
+/// bytes, and the lead bytes of U+00C0..U+02FF (U+0080..U+00BF holds C1 controls and the soft
+/// hyphen) and of U+3000..U+9FFF (CJK), except that block's combining marks (U+302A..U+302F,
+/// U+3099..U+309A: `か` + U+3099 composes to `が`); and 0xEF when it leads a full-width form
+/// (U+FF00..U+FFFF: `，` `！` `？` are everywhere in Chinese text) rather than U+FEFF.
 ///
-/// Every text field of every record passes here, so whole blocks are checked at once with
-/// compares and no early exit, which the compiler turns into vector instructions; the tail
-/// goes through [`is_plain_bytewise`].
+/// Compares only, no branches, so that [`is_plain`]'s block loop becomes vector code.
+#[inline(always)]
+fn plain_at(b: u8, next: u8, after: u8) -> bool {
+    let admitted = (b.wrapping_sub(0x20) < 0x5f)
+        | (b == 0x0a)
+        | (b.wrapping_sub(0x80) < 0x40)
+        | (b.wrapping_sub(0xc3) < 9)
+        | (b.wrapping_sub(0xe3) < 7);
+    let fullwidth = (b == 0xef) & (next.wrapping_sub(0xbc) < 4);
+    let combining = (b == 0xe3)
+        & (((next == 0x80) & (after.wrapping_sub(0xaa) < 6))
+            | ((next == 0x82) & (after.wrapping_sub(0x99) < 2)));
+    (admitted | fullwidth) & !combining
+}
+
+/// True when every byte is [`plain_at`]. Every text field of every record passes here, so
+/// whole blocks are checked at once with no early exit; the tail a byte at a time.
 fn is_plain(bytes: &[u8]) -> bool {
     const BLOCK: usize = 32;
     let mut start = 0;
@@ -385,49 +388,15 @@ fn is_plain(bytes: &[u8]) -> bool {
         let block = &bytes[start..start + BLOCK + 2];
         let mut plain = true;
         for i in 0..BLOCK {
-            let (b, next, after) = (block[i], block[i + 1], block[i + 2]);
-            let admitted = (b.wrapping_sub(0x20) < 0x5f)
-                | (b == 0x0a)
-                | (b.wrapping_sub(0x80) < 0x40)
-                | (b.wrapping_sub(0xc3) < 9)
-                | (b.wrapping_sub(0xe3) < 7);
-            let fullwidth = (b == 0xef) & (next.wrapping_sub(0xbc) < 4);
-            let combining = (b == 0xe3)
-                & (((next == 0x80) & (after.wrapping_sub(0xaa) < 6))
-                    | ((next == 0x82) & (after.wrapping_sub(0x99) < 2)));
-            plain &= (admitted | fullwidth) & !combining;
+            plain &= plain_at(block[i], block[i + 1], block[i + 2]);
         }
         if !plain {
             return false;
         }
         start += BLOCK;
     }
-    is_plain_bytewise(&bytes[start..])
-}
-
-/// [`is_plain`] a byte at a time, by the table.
-fn is_plain_bytewise(bytes: &[u8]) -> bool {
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let (next, after) = (bytes.get(i + 1).copied(), bytes.get(i + 2).copied());
-        if !PLAIN_BYTE[b as usize] {
-            let fullwidth = b == 0xef && matches!(next, Some(0xbc..=0xbf));
-            if !fullwidth {
-                return false;
-            }
-        }
-        let combining = b == 0xe3
-            && matches!(
-                (next, after),
-                (Some(0x80), Some(0xaa..=0xaf)) | (Some(0x82), Some(0x99..=0x9a))
-            );
-        if combining {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    let at = |i: usize| bytes.get(i).copied().unwrap_or(0);
+    (start..bytes.len()).all(|i| plain_at(bytes[i], at(i + 1), at(i + 2)))
 }
 
 /// Longest text (bytes) checked for a deleted/hidden notice.
@@ -516,6 +485,23 @@ pub fn parse_gender(s: &str) -> Option<String> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The plain-text rule written out independently of [`plain_at`]: a table of admitted
+    /// bytes, matched one at a time, with the two look-ahead cases.
+    fn is_plain_bytewise(bytes: &[u8]) -> bool {
+        let admitted =
+            |b: u8| matches!(b, 0x20..=0x7e | 0x0a | 0x80..=0xbf | 0xc3..=0xcb | 0xe3..=0xe9);
+        (0..bytes.len()).all(|i| {
+            let (b, next, after) = (bytes[i], bytes.get(i + 1), bytes.get(i + 2));
+            let fullwidth = b == 0xef && matches!(next, Some(0xbc..=0xbf));
+            let combining = b == 0xe3
+                && matches!(
+                    (next, after),
+                    (Some(0x80), Some(0xaa..=0xaf)) | (Some(0x82), Some(0x99..=0x9a))
+                );
+            (admitted(b) || fullwidth) && !combining
+        })
+    }
 
     proptest! {
         // Mostly admitted bytes, so that a rejected one can sit anywhere in a long text:

@@ -431,7 +431,7 @@ pub fn run_to(
         let mut ends: Vec<u64> = Vec::with_capacity(pairs.len() * 2);
         ends.extend(pairs.iter().flat_map(|(p, _)| [p >> 32, p & 0xffff_ffff]));
         ends.par_sort_unstable();
-        stats.users_with_friends += emit_interleaved(&coder, &pairs, &ends, sink)?;
+        stats.users_with_friends += emit(&coder, &pairs, &ends, sink)?;
         log::debug!("friends: output handed over, peak {} MB", peak_mb());
     } else {
         mutual_out_of_core(&input, &coder, options, partitions, &mut stats, sink)?;
@@ -445,59 +445,11 @@ pub fn run_to(
     Ok(stats)
 }
 
-/// Hands sorted-by-pair `(pair, since)` rows to the sink as ids, a batch at a time.
-fn emit_pairs(coder: &Coder, pairs: &[(u64, i64)], sink: &mut dyn FriendsSink) -> Result<()> {
-    for chunk in pairs.chunks(SINK_BATCH) {
-        emit_pair_batch(coder, chunk, sink)?;
-    }
-    Ok(())
-}
-
-fn emit_pair_batch(coder: &Coder, chunk: &[(u64, i64)], sink: &mut dyn FriendsSink) -> Result<()> {
-    let mut a = Vec::with_capacity(chunk.len());
-    let mut b = Vec::with_capacity(chunk.len());
-    let mut since = Vec::with_capacity(chunk.len());
-    for (p, t) in chunk {
-        a.push(coder.decode(p >> 32));
-        b.push(coder.decode(p & 0xffff_ffff));
-        since.push((*t != NO_TIME).then_some(*t));
-    }
-    sink.pairs(&a, &b, &since)
-}
-
-/// Hands the counts of sorted user codes (one entry per pair end) to the sink; returns how
+/// Hands sorted-by-pair `(pair, since)` rows and the counts of sorted user codes (one entry
+/// per pair end) to the sink as ids, a batch of each in turn, so a sink that encodes each
+/// output on its own thread keeps both threads busy; either list may be empty. Returns how
 /// many users there were.
-fn emit_counts(coder: &Coder, sorted_ends: &[u64], sink: &mut dyn FriendsSink) -> Result<u64> {
-    let mut runs = sorted_ends.chunk_by(|x, y| x == y);
-    let mut users = 0;
-    while let Some(n) = emit_count_batch(coder, &mut runs, sink)? {
-        users += n;
-    }
-    Ok(users)
-}
-
-/// Hands the next (up to) [`SINK_BATCH`] users' counts to the sink; `None` when none are
-/// left.
-fn emit_count_batch<'a>(
-    coder: &Coder,
-    runs: &mut impl Iterator<Item = &'a [u64]>,
-    sink: &mut dyn FriendsSink,
-) -> Result<Option<u64>> {
-    let (mut uids, mut counts) = (Vec::new(), Vec::new());
-    for run in runs.take(SINK_BATCH) {
-        uids.push(coder.decode(run[0]));
-        counts.push(run.len() as u64);
-    }
-    if uids.is_empty() {
-        return Ok(None);
-    }
-    sink.counts(&uids, &counts)?;
-    Ok(Some(uids.len() as u64))
-}
-
-/// [`emit_pairs`] and [`emit_counts`] a batch of each in turn, so a sink that encodes each
-/// output on its own thread keeps both threads busy; returns the number of users.
-fn emit_interleaved(
+fn emit(
     coder: &Coder,
     pairs: &[(u64, i64)],
     sorted_ends: &[u64],
@@ -520,6 +472,37 @@ fn emit_interleaved(
             None => {}
         }
     }
+}
+
+fn emit_pair_batch(coder: &Coder, chunk: &[(u64, i64)], sink: &mut dyn FriendsSink) -> Result<()> {
+    let mut a = Vec::with_capacity(chunk.len());
+    let mut b = Vec::with_capacity(chunk.len());
+    let mut since = Vec::with_capacity(chunk.len());
+    for (p, t) in chunk {
+        a.push(coder.decode(p >> 32));
+        b.push(coder.decode(p & 0xffff_ffff));
+        since.push((*t != NO_TIME).then_some(*t));
+    }
+    sink.pairs(&a, &b, &since)
+}
+
+/// Hands the next (up to) [`SINK_BATCH`] users' counts to the sink; `None` when none are
+/// left.
+fn emit_count_batch<'a>(
+    coder: &Coder,
+    runs: &mut impl Iterator<Item = &'a [u64]>,
+    sink: &mut dyn FriendsSink,
+) -> Result<Option<u64>> {
+    let (mut uids, mut counts) = (Vec::new(), Vec::new());
+    for run in runs.take(SINK_BATCH) {
+        uids.push(coder.decode(run[0]));
+        counts.push(run.len() as u64);
+    }
+    if uids.is_empty() {
+        return Ok(None);
+    }
+    sink.counts(&uids, &counts)?;
+    Ok(Some(uids.len() as u64))
 }
 
 fn peak_mb() -> u64 {
@@ -871,7 +854,7 @@ fn mutual_out_of_core(
         let pairs = sort_and_scan(&mut edges, &aside, stats);
         stats.mutual_pairs += pairs.len() as u64;
         log::debug!("friends: partition {p} scanned, peak {} MB", peak_mb());
-        emit_pairs(coder, &pairs, sink)?;
+        emit(coder, &pairs, &[], sink)?;
         for (pair, _) in &pairs {
             for code in [pair >> 32, pair & 0xffff_ffff] {
                 grouped[user_partition(code)].extend_from_slice(&code.to_le_bytes());
@@ -896,7 +879,7 @@ fn mutual_out_of_core(
         );
         ends.remove(q)?;
         codes.par_sort_unstable();
-        stats.users_with_friends += emit_counts(coder, &codes, sink)?;
+        stats.users_with_friends += emit(coder, &[], &codes, sink)?;
     }
     Ok(())
 }
@@ -1210,24 +1193,20 @@ impl FriendsWriter {
             ))
             .build();
         let counts_props = props(&["uid", "friends"], &["friends"]).build();
-        writer.pairs = Some(
-            ParquetWriter::create_with(
-                fs,
-                &part(&writer.staged[0]),
-                friends_schema(),
-                pairs_props,
-            )?
-            .in_background(),
-        );
-        writer.counts = Some(
-            ParquetWriter::create_with(
-                fs,
-                &part(&writer.staged[1]),
-                counts_schema(),
-                counts_props,
-            )?
-            .in_background(),
-        );
+        let background = |staged: &Staged, schema, props| {
+            ParquetWriter::create(fs, &part(staged), schema, props)
+                .map(ParquetWriter::in_background)
+        };
+        writer.pairs = Some(background(
+            &writer.staged[0],
+            friends_schema(),
+            pairs_props,
+        )?);
+        writer.counts = Some(background(
+            &writer.staged[1],
+            counts_schema(),
+            counts_props,
+        )?);
         Ok(writer)
     }
 
