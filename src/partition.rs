@@ -29,15 +29,14 @@ use parquet::file::reader::{ChunkReader, Length};
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
-/// Writes one Parquet file atomically (an empty one, with the schema, when `batch` is `None`),
-/// laid out by column type (see [`typed_properties`]).
+/// Writes one Parquet file atomically (an empty one, with the schema, when `batch` is `None`).
 pub fn write_parquet(
     fs: &FileSystems,
     location: &Location,
     schema: SchemaRef,
+    props: WriterProperties,
     batch: Option<&RecordBatch>,
 ) -> Result<()> {
-    let props = typed_properties(&schema).build();
     let mut writer = ParquetWriter::create(fs, location, schema, props)?;
     if let Some(batch) = batch {
         writer.write(batch)?;

@@ -12,7 +12,7 @@ use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use proptest::prelude::*;
 use weibo_etl::graph::friends::{self, Friends, FriendsOptions, Slice};
 use weibo_etl::hdfs::{FileSystems, Location, LOCAL_NAMENODE};
-use weibo_etl::partition::write_parquet;
+use weibo_etl::partition::{typed_properties, write_parquet};
 
 use crate::harness::{bin, run, stderr};
 use crate::test_clean::parquet_rows;
@@ -43,10 +43,12 @@ fn write_follows(path: &Path, edges: &[Edge]) {
     )
     .unwrap();
     let fs = FileSystems::new(LOCAL_NAMENODE);
+    let props = typed_properties(&schema).build();
     write_parquet(
         &fs,
         &Location::Local(path.to_path_buf()),
         schema,
+        props,
         Some(&batch),
     )
     .unwrap();

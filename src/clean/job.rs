@@ -191,7 +191,7 @@ impl SpillSet {
             .join(format!("{}-{partition:05}.arrows", entity.name()))
     }
 
-    fn append(&self, entity: Entity, partition: usize, rows: &[(u64, Row)]) -> Result<()> {
+    fn append(&self, entity: Entity, partition: usize, rows: &[(u64, Row<'_>)]) -> Result<()> {
         let batch = columns::spill_batch(entity, rows).map_err(arrow_err("build batch"))?;
         let mut guard = self.writers[&(entity, partition)]
             .lock()
@@ -566,7 +566,7 @@ fn process_chunk(
     counters: &HashMap<Option<Entity>, Counters>,
     rejects: &mut BufWriter<File>,
 ) -> Result<()> {
-    type Outcome = Option<(u64, Entity, std::result::Result<Row, Reject>)>;
+    type Outcome<'a> = Option<(u64, Entity, std::result::Result<Row<'a>, Reject>)>;
     let cleaned: Vec<Outcome> = chunk
         .par_iter()
         .map(|item| match item {
@@ -582,8 +582,8 @@ fn process_chunk(
             _ => None,
         })
         .collect();
-    let mut by_partition: HashMap<(Entity, usize), Vec<(u64, Row)>> = HashMap::new();
-    for (item, outcome) in chunk.into_iter().zip(cleaned) {
+    let mut by_partition: HashMap<(Entity, usize), Vec<(u64, Row<'_>)>> = HashMap::new();
+    for (item, outcome) in chunk.iter().zip(cleaned) {
         match (item, outcome) {
             (Item::Record { record, .. }, Some((line, entity, result))) => {
                 let c = &counters[&Some(entity)];
@@ -605,7 +605,7 @@ fn process_chunk(
                             reason,
                             path,
                             line,
-                            &raw_excerpt(entity, &record),
+                            &raw_excerpt(entity, record),
                         )?;
                     }
                 }
@@ -619,13 +619,13 @@ fn process_chunk(
                 },
                 _,
             ) => {
-                let c = &counters[&entity];
+                let c = &counters[entity];
                 c.records_in.fetch_add(1, Ordering::Relaxed);
-                c.reject(reason);
-                write_reject(rejects, entity, reason, path, line, &excerpt)?;
+                c.reject(*reason);
+                write_reject(rejects, *entity, *reason, path, *line, excerpt)?;
             }
             (Item::RepeatedHeader { entity, .. }, _) => {
-                let c = &counters[&Some(entity)];
+                let c = &counters[&Some(*entity)];
                 c.records_in.fetch_add(1, Ordering::Relaxed);
                 c.repeated_headers.fetch_add(1, Ordering::Relaxed);
             }
@@ -686,7 +686,13 @@ fn write_entity(
             let Some(batches) = spill.load(entity, p)? else {
                 if p == 0 {
                     let part = dir.join("part-00000.parquet");
-                    partition::write_parquet(fs, &part, columns::schema(entity), None)?;
+                    partition::write_parquet(
+                        fs,
+                        &part,
+                        columns::schema(entity),
+                        columns::parquet_properties(entity),
+                        None,
+                    )?;
                 }
                 return Ok((0, 0, 0, Vec::new()));
             };
@@ -707,7 +713,13 @@ fn write_entity(
                 .project(&(0..winners.num_columns() - 1).collect::<Vec<_>>())
                 .map_err(arrow_err("project"))?;
             let part = dir.join(&format!("part-{p:05}.parquet"));
-            partition::write_parquet(fs, &part, columns::schema(entity), Some(&out))?;
+            partition::write_parquet(
+                fs,
+                &part,
+                columns::schema(entity),
+                columns::parquet_properties(entity),
+                Some(&out),
+            )?;
             Ok((kept, total - kept, dangling, keys))
         })
         .collect::<Result<_>>()?;

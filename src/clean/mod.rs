@@ -15,6 +15,8 @@ pub mod columns;
 pub mod job;
 pub mod values;
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use values::{
@@ -233,14 +235,14 @@ impl RawRecord {
 
 /// A cleaned user.
 #[derive(Clone, Debug, PartialEq)]
-pub struct User {
+pub struct User<'a> {
     pub uid: i64,
-    pub screen_name: Option<String>,
-    pub gender: Option<String>,
-    pub province: Option<String>,
-    pub city: Option<String>,
-    pub location: Option<String>,
-    pub description: Option<String>,
+    pub screen_name: Option<Cow<'a, str>>,
+    pub gender: Option<&'static str>,
+    pub province: Option<Cow<'a, str>>,
+    pub city: Option<Cow<'a, str>>,
+    pub location: Option<Cow<'a, str>>,
+    pub description: Option<Cow<'a, str>>,
     pub verified: Option<bool>,
     pub verified_type: Option<i64>,
     pub followers_count: Option<i64>,
@@ -253,20 +255,20 @@ pub struct User {
 
 /// A cleaned post.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Post {
+pub struct Post<'a> {
     pub mid: i64,
-    pub bid: Option<String>,
+    pub bid: Option<Cow<'a, str>>,
     pub uid: Option<i64>,
     pub created_at: i64,
-    pub text: String,
-    pub source: Option<String>,
+    pub text: Cow<'a, str>,
+    pub source: Option<Cow<'a, str>>,
     pub reposts_count: Option<i64>,
     pub comments_count: Option<i64>,
     pub attitudes_count: Option<i64>,
     pub counts_capped: bool,
-    pub topics: Vec<String>,
-    pub at_users: Vec<String>,
-    pub pics: Vec<String>,
+    pub topics: Vec<Cow<'a, str>>,
+    pub at_users: Vec<Cow<'a, str>>,
+    pub pics: Vec<Cow<'a, str>>,
     pub retweet_mid: Option<i64>,
     pub is_deleted: bool,
     pub crawl_time: i64,
@@ -283,12 +285,12 @@ pub struct Follow {
 
 /// A cleaned comment.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Comment {
+pub struct Comment<'a> {
     pub cid: i64,
     pub mid: i64,
     pub uid: Option<i64>,
     pub created_at: i64,
-    pub text: String,
+    pub text: Cow<'a, str>,
     pub like_count: Option<i64>,
     pub reply_to_cid: Option<i64>,
     pub is_deleted: bool,
@@ -297,26 +299,27 @@ pub struct Comment {
 
 /// A cleaned repost: post `mid` by `uid` reposts `retweet_mid`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Repost {
+pub struct Repost<'a> {
     pub mid: i64,
     pub uid: i64,
     pub retweet_mid: i64,
     pub created_at: i64,
-    pub text: String,
+    pub text: Cow<'a, str>,
     pub crawl_time: i64,
 }
 
-/// A cleaned row of any entity.
+/// A cleaned row of any entity. Its text borrows from the raw record where cleaning changed
+/// nothing.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Row {
-    User(User),
-    Post(Post),
+pub enum Row<'a> {
+    User(User<'a>),
+    Post(Post<'a>),
     Follow(Follow),
-    Comment(Comment),
-    Repost(Repost),
+    Comment(Comment<'a>),
+    Repost(Repost<'a>),
 }
 
-impl Row {
+impl Row<'_> {
     pub fn entity(&self) -> Entity {
         match self {
             Row::User(_) => Entity::Users,
@@ -328,7 +331,7 @@ impl Row {
     }
 }
 
-fn text_opt(s: &str) -> Option<String> {
+fn text_opt(s: &str) -> Option<Cow<'_, str>> {
     if is_missing(s) {
         None
     } else {
@@ -345,7 +348,11 @@ fn count(s: &str, capped: &mut bool) -> Result<Option<i64>, Reject> {
 }
 
 /// Cleans one raw record. `default_crawl_ms` stands in for a missing `crawl_time`.
-pub fn clean_record(entity: Entity, raw: &RawRecord, default_crawl_ms: i64) -> Result<Row, Reject> {
+pub fn clean_record(
+    entity: Entity,
+    raw: &RawRecord,
+    default_crawl_ms: i64,
+) -> Result<Row<'_>, Reject> {
     let f = |name: &str| raw.get(entity.field_index(name).unwrap_or(usize::MAX));
     let crawl = {
         let c = f("crawl_time");
@@ -395,7 +402,7 @@ pub fn clean_record(entity: Entity, raw: &RawRecord, default_crawl_ms: i64) -> R
             let bid = trim_value(f("bid"));
             Ok(Row::Post(Post {
                 mid,
-                bid: (!is_missing(bid)).then(|| bid.to_string()),
+                bid: (!is_missing(bid)).then_some(Cow::Borrowed(bid)),
                 // A deleted repost's original has no user: allowed, counted as dangling.
                 uid: parse_optional_id(f("uid"))?,
                 created_at: time(f("created_at"))?,
