@@ -254,7 +254,7 @@ impl ColumnSink for Cols {
 }
 
 /// Builds a spill batch (output columns + [`SEQ_COLUMN`]) from rows of one entity.
-pub fn spill_batch(entity: Entity, rows: &[(u64, Row<'_>)]) -> arrow::error::Result<RecordBatch> {
+pub fn spill_batch(entity: Entity, rows: &[(u64, &Row<'_>)]) -> arrow::error::Result<RecordBatch> {
     let schema = spill_schema(entity);
     let mut text = TextBytes(vec![0; schema.fields().len()]);
     for (_, row) in rows {
