@@ -136,7 +136,7 @@ pub fn writer_properties(dictionary: bool) -> parquet::file::properties::WriterP
         .set_compression(Compression::ZSTD(
             ZstdLevel::try_new(3).expect("valid level"),
         ))
-        .set_max_row_group_size(ROW_GROUP_ROWS)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by("weibo-etl".into())
 }
 
