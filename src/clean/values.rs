@@ -17,12 +17,16 @@ use super::Reject;
 
 /// Weibo went public on 2009-08-14 (Asia/Shanghai): earlier times are impossible.
 pub fn weibo_launch_ms() -> i64 {
-    shanghai(
-        NaiveDate::from_ymd_opt(2009, 8, 14)
-            .expect("valid date")
-            .and_hms_opt(0, 0, 0)
-            .expect("valid time"),
-    )
+    // Asked for on every time cleaned: worked out once.
+    static LAUNCH: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *LAUNCH.get_or_init(|| {
+        shanghai(
+            NaiveDate::from_ymd_opt(2009, 8, 14)
+                .expect("valid date")
+                .and_hms_opt(0, 0, 0)
+                .expect("valid time"),
+        )
+    })
 }
 
 /// How far past the crawl time a timestamp may be before it is called impossible: crawler
