@@ -5,7 +5,8 @@
     python3 benches/bench.py --small         # a quick pass (100 k users, small follows)
 
 It builds the release binary, generates the data with `weibo-etl gen` (reused when present),
-runs every stage and its peer from ../shared/peers/ one after the other, and prints a table of
+runs every stage and its peer from ../shared/peers/ one after the other (clean and friends
+--repeat times each, interleaved, keeping each side's median run), and prints a table of
 time, throughput, peak RSS and the ratios. Results go to <out>/results.json and, when
 matplotlib is installed, <out>/results.png. Nothing here asserts a time: it measures.
 """
@@ -44,6 +45,25 @@ def measured(cmd):
     if out["rc"] != 0:
         sys.exit(f"failed: {' '.join(map(str, cmd))}\n{proc.stderr[-2000:]}")
     return out
+
+
+def median_run(runs):
+    """The run of median time (its own RSS), with every time kept for the record."""
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    mid = dict(ordered[len(ordered) // 2])
+    mid["all_seconds"] = [round(r["seconds"], 3) for r in runs]
+    return mid
+
+
+def interleaved(ours_cmd, peer_cmd, repeat, before=lambda: None):
+    """Runs ours and the peer in turn, `repeat` times each, and keeps each side's median run:
+    this box drifts by a third from minute to minute, so one pair is a sample, not a ratio."""
+    ours, peer = [], []
+    for _ in range(repeat):
+        before()
+        ours.append(measured(ours_cmd))
+        peer.append(measured(peer_cmd))
+    return median_run(ours), median_run(peer)
 
 
 def ensure_data(out, args):
@@ -150,6 +170,8 @@ def main():
     ap.add_argument("--follows", default="paper", choices=["small", "paper"], help="follow graph preset")
     ap.add_argument("--load-users", type=int, default=100_000, help="users (~1 KB rows) in the load benchmark")
     ap.add_argument("--writers", type=int, default=4, help="parallel writers / threads for both loaders")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of clean and friends (each side's median is reported; load runs once)")
     args = ap.parse_args()
     if args.small:
         args.clean_users, args.follows = 100_000, "small"
@@ -164,42 +186,48 @@ def main():
     # clean: CSV -> dedupe by key -> Parquet (zstd)
     mb = users_csv.stat().st_size / 1e6
     clean_out = out / "clean-out"
-    shutil.rmtree(clean_out, ignore_errors=True)
-    ours = measured([BIN, "-q", "clean", "--input", users_csv, "--output", clean_out, "--date", DATE,
-                     "--spill-dir", spill])
     duck_out = out / "duck-clean.parquet"
-    peer = measured([sys.executable, PEERS / "duckdb_clean_csv.py", users_csv, duck_out, "uid"])
+    ours, peer = interleaved(
+        [BIN, "-q", "clean", "--input", users_csv, "--output", clean_out, "--date", DATE, "--spill-dir", spill],
+        [sys.executable, PEERS / "duckdb_clean_csv.py", users_csv, duck_out, "uid"],
+        args.repeat, before=lambda: shutil.rmtree(clean_out, ignore_errors=True))
     results.append({"stage": "clean", "input": f"users CSV {mb:.0f} MB", "peer": "duckdb",
                     "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                    "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
                     "ours_mb_s": mb / ours["seconds"], "peer_mb_s": mb / peer["seconds"],
                     "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
 
     # friends: follows Parquet -> mutual pairs Parquet
     fr_out = out / "friends-out"
-    shutil.rmtree(fr_out, ignore_errors=True)
     report = out / "friends-report.json"
-    ours = measured([BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out,
-                     "--date", DATE])
+    ours, peer = interleaved(
+        [BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out, "--date", DATE],
+        [sys.executable, PEERS / "duckdb_friends.py", f"{follows}/*.parquet", out / "duck-friends.parquet"],
+        args.repeat, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
     stats = json.loads(report.read_text())["friends"]
     edges = stats["edges_read"]
-    peer = measured([sys.executable, PEERS / "duckdb_friends.py", f"{follows}/*.parquet", out / "duck-friends.parquet"])
     peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
     if peer_pairs != stats["mutual_pairs"]:
         sys.exit(f"pair counts differ: ours {stats['mutual_pairs']}, duckdb {peer_pairs}")
     results.append({"stage": "friends", "input": f"{edges:,} follow edges", "peer": "duckdb",
                     "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                    "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
                     "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"],
                     "pairs": stats["mutual_pairs"]})
 
     # friends out of core: a memory budget of a tenth of the packed edges
     budget = max(edges * 8 // 10, 1 << 20)
-    shutil.rmtree(fr_out, ignore_errors=True)
-    ooc = measured([BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out,
-                    "--date", DATE, "--memory-budget", f"{budget}B", "--spill-dir", spill])
+    ooc_runs = []
+    for _ in range(args.repeat):
+        shutil.rmtree(fr_out, ignore_errors=True)
+        ooc_runs.append(measured([BIN, "-q", "--report", report, "friends", "--input", follows, "--output",
+                                  fr_out, "--date", DATE, "--memory-budget", f"{budget}B", "--spill-dir", spill]))
+    ooc = median_run(ooc_runs)
     ooc_stats = json.loads(report.read_text())["friends"]
     results.append({"stage": "friends (out of core)", "input": f"budget {budget / 2**20:.0f} MiB, "
                     f"{ooc_stats['partitions']} partitions", "peer": "duckdb",
                     "ours_s": ooc["seconds"], "peer_s": peer["seconds"],
+                    "ours_all_s": ooc["all_seconds"], "peer_all_s": peer["all_seconds"],
                     "ours_rss_mb": ooc["rss_mb"], "peer_rss_mb": peer["rss_mb"],
                     "pairs": ooc_stats["mutual_pairs"]})
 
@@ -215,6 +243,8 @@ def main():
         print(f"{r['stage']:<24} {r['input']:<30} {r['ours_s']:>8.2f} {r['peer_s']:>8.2f} "
               f"{r['speedup']:>8.2f} {r['ours_rss_mb']:>8.0f} {r['peer_rss_mb']:>8.0f} {r['rss_ratio']:>6.2f}")
     for r in results:
+        if "ours_all_s" in r:
+            print(f"{r['stage']}: every run, ours {r['ours_all_s']} s, peer {r['peer_all_s']} s (medians above)")
         if "ours_rows_s" in r:
             print(f"{r['stage']}: ours {r['ours_rows_s']:.0f} input rows/s, peer {r['peer_rows_s']:.0f} rows/s")
         if "anchor" in r:

@@ -74,8 +74,8 @@ pub struct ParquetWriter {
 
 impl ParquetWriter {
     /// Creates the file (staged: it appears at [`ParquetWriter::finish`]) with properties
-    /// built from [`writer_properties`] or [`typed_properties`], so compression and row
-    /// groups stay those of every output.
+    /// built from [`writer_properties`] or [`typed_properties`], so the codec, row groups and
+    /// writer name are shared by every output (jobs may tune levels and encodings per column).
     pub fn create(
         fs: &FileSystems,
         location: &Location,

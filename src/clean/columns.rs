@@ -1,5 +1,6 @@
 //! The Parquet/Arrow layout of cleaned data: one schema per entity, column names as in §1 of
-//! the raw-format spec, and conversion of cleaned rows into record batches.
+//! the raw-format spec, how each entity's Parquet is encoded ([`parquet_properties`]), and
+//! conversion of cleaned rows into record batches.
 //!
 //! Invariants: ids and counts are `Int64`, times are `Timestamp(ms, "UTC")`, lists are
 //! `List<Utf8>`. Spilled batches carry one extra trailing column, [`SEQ_COLUMN`], the
@@ -189,6 +190,8 @@ impl ColumnSink for TextBytes {
 }
 
 impl Cols {
+    /// `text_bytes` has a slot per spill column; the zip below lines up because
+    /// [`SEQ_COLUMN`], the one column without a builder, is the last.
     fn new(schema: &Schema, capacity: usize, text_bytes: &[usize]) -> Self {
         let cols = schema
             .fields()

@@ -598,7 +598,7 @@ fn process_chunk(
         .collect();
     // Only the bookkeeping that needs input order happens here, on one thread: counts (kept
     // per chunk, added once), rejects in line order, and each spill partition's row indices.
-    let slot = |e: Option<Entity>| e.map_or(Entity::ALL.len(), |e| e as usize);
+    let slot = |e: Option<Entity>| e.map_or(Entity::ALL.len(), Entity::index);
     let mut records_in = [0u64; Entity::ALL.len() + 1];
     let mut repeated_headers = [0u64; Entity::ALL.len() + 1];
     let mut groups: HashMap<(Entity, usize), Vec<u32>> = HashMap::new();
@@ -654,9 +654,9 @@ fn process_chunk(
         .try_for_each(|((entity, p), indices)| {
             let rows: Vec<(u64, &Row)> = indices
                 .iter()
-                .filter_map(|&i| match &cleaned[i as usize] {
-                    Some((line, _, Ok((_, row)))) => Some((((index as u64) << 40) | line, row)),
-                    _ => None,
+                .map(|&i| match &cleaned[i as usize] {
+                    Some((line, _, Ok((_, row)))) => (((index as u64) << 40) | line, row),
+                    _ => unreachable!("only cleaned rows are grouped"),
                 })
                 .collect();
             spill.append(entity, p, &rows)

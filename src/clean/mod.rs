@@ -44,6 +44,17 @@ impl Entity {
         Entity::Reposts,
     ];
 
+    /// Position in [`Entity::ALL`], for per-entity arrays.
+    pub fn index(self) -> usize {
+        match self {
+            Entity::Users => 0,
+            Entity::Posts => 1,
+            Entity::Follows => 2,
+            Entity::Comments => 3,
+            Entity::Reposts => 4,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Entity::Users => "users",
@@ -478,6 +489,13 @@ mod tests {
             r.set(entity, k, *v);
         }
         r
+    }
+
+    #[test]
+    fn index_is_the_position_in_all() {
+        for (i, e) in Entity::ALL.into_iter().enumerate() {
+            assert_eq!(e.index(), i, "{e:?}");
+        }
     }
 
     #[test]

@@ -113,7 +113,12 @@ pub fn read_csv(
         for (f, target) in mapping.iter().enumerate().take(record.len()) {
             let Some(i) = target else { continue };
             let value = match whole {
-                Some(text) => record.range(f).and_then(|r| text.get(r)),
+                // An empty field sits between two others, whatever bytes surround it.
+                Some(text) => {
+                    record
+                        .range(f)
+                        .and_then(|r| if r.is_empty() { Some("") } else { text.get(r) })
+                }
                 None => record
                     .get(f)
                     .and_then(|v| simdutf8::basic::from_utf8(v).ok()),
