@@ -266,7 +266,6 @@ impl SpillSet {
             path: path.display().to_string(),
             source: e,
         })?;
-        let _ = entity;
         Ok(Some(batches))
     }
 }

@@ -449,12 +449,7 @@ pub fn clean_text(s: &str) -> (Cow<'_, str>, bool) {
         return (Cow::Borrowed(s.trim()), false);
     }
     let cleaned: String = s.nfc().filter(|&c| !removable(c)).collect();
-    let trimmed = cleaned.trim();
-    if trimmed.len() == cleaned.len() {
-        (Cow::Owned(cleaned), false)
-    } else {
-        (Cow::Owned(trimmed.to_string()), false)
-    }
+    (Cow::Owned(cleaned.trim().to_string()), false)
 }
 
 /// Splits a joined list (`a,b`, `a，b`, `a;b`, or a JSON-ish `['a', 'b']`) into clean items.
