@@ -96,9 +96,15 @@ fn compute(dir: &Path, budget: u64, slice: Slice) -> Friends {
     friends::run(&fs, &[dir.to_string_lossy().into_owned()], &options).unwrap()
 }
 
-/// A random graph: `users` ids from `base`, `edges` follows of which about `reciprocal` are
-/// answered, some crawled twice, some self-follows, some without a time.
-fn random_graph(seed: u64, users: i64, edges: usize, reciprocal: f64, base: i64) -> Vec<Edge> {
+/// A random graph: `users` ids from `base`, `spacing` apart, `edges` follows of which about
+/// `reciprocal` are answered, some crawled twice, some self-follows, some without a time.
+fn random_graph(
+    seed: u64,
+    users: i64,
+    edges: usize,
+    reciprocal: f64,
+    (base, spacing): (i64, i64),
+) -> Vec<Edge> {
     let mut x = seed | 1;
     let mut next = move || {
         x ^= x << 13;
@@ -108,8 +114,8 @@ fn random_graph(seed: u64, users: i64, edges: usize, reciprocal: f64, base: i64)
     };
     let mut out = Vec::new();
     while out.len() < edges {
-        let a = base + (next() % users as u64) as i64;
-        let b = base + (next() % users as u64) as i64;
+        let a = base + (next() % users as u64) as i64 * spacing;
+        let b = base + (next() % users as u64) as i64 * spacing;
         // Times as crawlers give them (whole seconds), and some the compact time code cannot
         // hold (milliseconds, before 1970) so the exact side list is exercised too.
         let t = match next() % 8 {
@@ -144,11 +150,14 @@ proptest! {
         seed in any::<u64>(),
         users in 2i64..60,
         edges in 0usize..400,
-        large_ids in any::<bool>(),
+        ids in 0usize..3,
     ) {
-        // Large ids (above 2^31) force the dictionary path; small ones use ids directly.
-        let base = if large_ids { 5_000_000_000 } else { 1 };
-        let graph = random_graph(seed, users, edges, 0.3, base);
+        // Small ids, ten-digit ids close together (both coded as offsets from the smallest),
+        // and ids spread over more than 2^31 (coded through a dictionary).
+        let layout = [(1, 1), (5_000_000_000, 1), (-3_000_000_000, 3_000_000_000)][ids];
+        let graph = random_graph(seed, users, edges, 0.3, layout);
+        let all_ids = || graph.iter().flat_map(|e| [e.0, e.1]);
+        let span = all_ids().max().unwrap_or(0) - all_ids().min().unwrap_or(0);
         let dir = tempfile::tempdir().unwrap();
         // Two files, as two crawl dates would give.
         let (left, right) = graph.split_at(graph.len() / 2);
@@ -158,7 +167,7 @@ proptest! {
 
         let in_memory = compute(dir.path(), 1 << 30, Slice::ALL);
         prop_assert_eq!(&as_map(&in_memory), &expected);
-        prop_assert_eq!(in_memory.stats.dictionary_encoded, large_ids && !graph.is_empty());
+        prop_assert_eq!(in_memory.stats.dictionary_encoded, span > i32::MAX as i64);
         prop_assert!(in_memory.uid_a.iter().zip(&in_memory.uid_b).all(|(a, b)| a < b));
 
         // A budget of a tenth of the packed edges: out of core, same answer, same order.
@@ -233,7 +242,7 @@ fn stats_count_duplicates_self_edges_and_reciprocity() {
 fn equals_duckdb_self_join_on_a_larger_graph() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("follows.parquet");
-    let graph = random_graph(42, 20_000, 200_000, 0.3, 1_000_000_000);
+    let graph = random_graph(42, 20_000, 200_000, 0.3, (1_000_000_000, 1));
     write_follows(&input, &graph);
 
     let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/duckdb_friends.py");
@@ -299,7 +308,7 @@ fn equals_duckdb_self_join_on_a_larger_graph() {
 fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("follows.parquet");
-    write_follows(&input, &random_graph(7, 500, 3_000, 0.3, 1));
+    write_follows(&input, &random_graph(7, 500, 3_000, 0.3, (1, 1)));
     let out = dir.path().join("graph");
     let mut whole = BTreeSet::new();
     let go = |extra: &[&str]| {
@@ -354,7 +363,7 @@ fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
 fn a_failed_run_leaves_the_previous_output_and_nothing_staged() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("follows.parquet");
-    write_follows(&input, &random_graph(11, 200, 1_500, 0.3, 1));
+    write_follows(&input, &random_graph(11, 200, 1_500, 0.3, (1, 1)));
     let out = dir.path().join("graph");
     let friends = |extra: &[&str]| {
         run(bin()
