@@ -20,8 +20,8 @@ use std::borrow::Cow;
 use serde::Serialize;
 
 use values::{
-    clean_text, is_missing, parse_bool, parse_count, parse_crawl_time, parse_gender, parse_id,
-    parse_mid_or_bid, parse_optional_id, parse_time, split_list, trim_value,
+    clean_content, clean_text, is_missing, parse_bool, parse_count, parse_crawl_time, parse_gender,
+    parse_id, parse_mid_or_bid, parse_optional_id, parse_time, split_list, trim_value,
 };
 
 /// The cleaned entities, each a Parquet table of its own.
@@ -349,7 +349,7 @@ fn text_opt(s: &str) -> Option<Cow<'_, str>> {
     if is_missing(s) {
         None
     } else {
-        let (t, _) = clean_text(trim_value(s));
+        let t = clean_text(trim_value(s));
         (!t.is_empty()).then_some(t)
     }
 }
@@ -411,7 +411,7 @@ pub fn clean_record(
             } else {
                 parse_mid_or_bid(f("mid"))?
             };
-            let (text, is_deleted) = clean_text(f("text"));
+            let (text, is_deleted) = clean_content(f("text"));
             let mut capped = false;
             let bid = trim_value(f("bid"));
             Ok(Row::Post(Post {
@@ -452,7 +452,7 @@ pub fn clean_record(
             }))
         }
         Entity::Comments => {
-            let (text, is_deleted) = clean_text(f("text"));
+            let (text, is_deleted) = clean_content(f("text"));
             let mut capped = false;
             Ok(Row::Comment(Comment {
                 cid: parse_id(f("cid"))?,
@@ -471,7 +471,7 @@ pub fn clean_record(
             uid: parse_id(f("uid"))?,
             retweet_mid: parse_mid_or_bid(f("retweet_mid"))?,
             created_at: time(f("created_at"))?,
-            text: clean_text(f("text")).0,
+            text: clean_content(f("text")).0,
             crawl_time: crawl,
         })),
     }
