@@ -390,6 +390,27 @@ fn plain_at(b: u8, next: u8, after: u8) -> bool {
 /// the text), since most fields (names, places) are shorter than a block and a byte-at-a-time
 /// loop over them was half of this function's time.
 fn is_plain(bytes: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { is_plain_avx2(bytes) };
+    }
+    is_plain_blocks(bytes)
+}
+
+/// [`is_plain_blocks`] compiled for AVX2: the same compares, 32 bytes per instruction instead
+/// of SSE2's 16 (the release build targets baseline x86-64, so this is chosen at run time).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn is_plain_avx2(bytes: &[u8]) -> bool {
+    is_plain_blocks(bytes)
+}
+
+#[inline(always)]
+fn is_plain_blocks(bytes: &[u8]) -> bool {
     const BLOCK: usize = 32;
     let mut start = 0;
     // A block needs the two bytes after it: a lead byte's continuation decides.
@@ -547,7 +568,9 @@ mod tests {
                 0..200,
             )
         ) {
+            // Both builds of the block check: the one this CPU runs and the baseline one.
             prop_assert_eq!(is_plain(&bytes), is_plain_bytewise(&bytes));
+            prop_assert_eq!(is_plain_blocks(&bytes), is_plain_bytewise(&bytes));
         }
     }
 
