@@ -5,7 +5,7 @@
     python3 benches/bench.py --small         # a quick pass (100 k users, small follows)
 
 It builds the release binary, generates the data with `weibo-etl gen` (reused when present),
-runs every stage and its peer from ../shared/peers/ one after the other (clean and friends
+runs every stage and its peer from ../shared/peers/ one after the other (each stage
 --repeat times each, interleaved, keeping each side's median run), and prints a table of
 time, throughput, peak RSS and the ratios. Results go to <out>/results.json and, when
 matplotlib is installed, <out>/results.png. Nothing here asserts a time: it measures.
@@ -111,21 +111,32 @@ def load_rows(out, args, results):
 
 
 def load_against_happybase(out, args, results, clean, single, rows):
+    """Ours and happybase in turn, --repeat times each, every run into tables of its own; each
+    side's median run is kept. The cluster JVM starts cold and its tables fill as runs go on:
+    the first load of a fresh cluster ran at half the speed of the second (2026-11-30 19:17),
+    so a single pair would mostly measure which side ran first."""
     stamp = str(int(time.time()))
-    report = out / "load-report.json"
-    ours = measured([BIN, "-q", "--namespace", f"bench{stamp}", "--report", report, "load", "--input", clean,
-                     "--date", DATE, "--tables", "user", "--regions", "8", "--writers", str(args.writers)])
-    ours_r = json.loads(report.read_text())["load"]
-    peer = measured([sys.executable, PEERS / "happybase_load.py", "--parquet", single, "--key", "uid",
-                     "--table", f"bench{stamp}:peer_users", "--threads", str(args.writers)])
-    peer_r = json.loads(peer["stdout"].strip().splitlines()[-1])
+    ours_runs, peer_runs = [], []
+    for i in range(args.repeat):
+        ns = f"bench{stamp}r{i}"
+        report = out / f"load-report-{i}.json"
+        run = measured([BIN, "-q", "--namespace", ns, "--report", report, "load", "--input", clean,
+                        "--date", DATE, "--tables", "user", "--regions", "8", "--writers", str(args.writers)])
+        run["mb_per_s"] = json.loads(report.read_text())["load"]["mb_per_s"]
+        ours_runs.append(run)
+        run = measured([sys.executable, PEERS / "happybase_load.py", "--parquet", single, "--key", "uid",
+                        "--table", f"{ns}:peer_users", "--threads", str(args.writers)])
+        run["mb_per_s"] = json.loads(run["stdout"].strip().splitlines()[-1])["mb_per_s"]
+        peer_runs.append(run)
+    ours, peer = median_run(ours_runs), median_run(peer_runs)
     results.append({"stage": "load (user table)", "input": f"{rows:,} users, {args.writers} writers",
                     "peer": "happybase",
                     "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                    "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
                     "ours_rows_s": rows / ours["seconds"], "peer_rows_s": rows / peer["seconds"],
-                    "ours_mb_s": ours_r["mb_per_s"], "peer_mb_s": peer_r["mb_per_s"],
+                    "ours_mb_s": ours["mb_per_s"], "peer_mb_s": peer["mb_per_s"],
                     "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
-    anchor = java_anchor(out, args, single, f"bench{stamp}:anchor_users")
+    anchor = java_anchor(out, args, single, f"bench{stamp}r0:anchor_users")
     if anchor:
         results[-1]["anchor"] = anchor
 
@@ -171,8 +182,13 @@ def main():
     ap.add_argument("--load-users", type=int, default=100_000, help="users (~1 KB rows) in the load benchmark")
     ap.add_argument("--writers", type=int, default=4, help="parallel writers / threads for both loaders")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of clean and friends (each side's median is reported; load runs once)")
+                    help="runs of each stage and its peer, interleaved (each side's median is reported)")
+    ap.add_argument("--stages", default="clean,friends,load",
+                    help="comma-separated stages to run (clean, friends, load)")
     args = ap.parse_args()
+    stages = set(args.stages.split(","))
+    if not stages <= {"clean", "friends", "load"}:
+        sys.exit(f"--stages: unknown stage in {args.stages!r}")
     if args.small:
         args.clean_users, args.follows = 100_000, "small"
     out = Path(args.out)
@@ -183,56 +199,59 @@ def main():
     spill.mkdir(exist_ok=True)
     results = []
 
-    # clean: CSV -> dedupe by key -> Parquet (zstd)
-    mb = users_csv.stat().st_size / 1e6
-    clean_out = out / "clean-out"
-    duck_out = out / "duck-clean.parquet"
-    ours, peer = interleaved(
-        [BIN, "-q", "clean", "--input", users_csv, "--output", clean_out, "--date", DATE, "--spill-dir", spill],
-        [sys.executable, PEERS / "duckdb_clean_csv.py", users_csv, duck_out, "uid"],
-        args.repeat, before=lambda: shutil.rmtree(clean_out, ignore_errors=True))
-    results.append({"stage": "clean", "input": f"users CSV {mb:.0f} MB", "peer": "duckdb",
-                    "ours_s": ours["seconds"], "peer_s": peer["seconds"],
-                    "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
-                    "ours_mb_s": mb / ours["seconds"], "peer_mb_s": mb / peer["seconds"],
-                    "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
+    if "clean" in stages:
+        # clean: CSV -> dedupe by key -> Parquet (zstd)
+        mb = users_csv.stat().st_size / 1e6
+        clean_out = out / "clean-out"
+        duck_out = out / "duck-clean.parquet"
+        ours, peer = interleaved(
+            [BIN, "-q", "clean", "--input", users_csv, "--output", clean_out, "--date", DATE, "--spill-dir", spill],
+            [sys.executable, PEERS / "duckdb_clean_csv.py", users_csv, duck_out, "uid"],
+            args.repeat, before=lambda: shutil.rmtree(clean_out, ignore_errors=True))
+        results.append({"stage": "clean", "input": f"users CSV {mb:.0f} MB", "peer": "duckdb",
+                        "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                        "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
+                        "ours_mb_s": mb / ours["seconds"], "peer_mb_s": mb / peer["seconds"],
+                        "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
 
-    # friends: follows Parquet -> mutual pairs Parquet
-    fr_out = out / "friends-out"
-    report = out / "friends-report.json"
-    ours, peer = interleaved(
-        [BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out, "--date", DATE],
-        [sys.executable, PEERS / "duckdb_friends.py", f"{follows}/*.parquet", out / "duck-friends.parquet"],
-        args.repeat, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
-    stats = json.loads(report.read_text())["friends"]
-    edges = stats["edges_read"]
-    peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
-    if peer_pairs != stats["mutual_pairs"]:
-        sys.exit(f"pair counts differ: ours {stats['mutual_pairs']}, duckdb {peer_pairs}")
-    results.append({"stage": "friends", "input": f"{edges:,} follow edges", "peer": "duckdb",
-                    "ours_s": ours["seconds"], "peer_s": peer["seconds"],
-                    "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
-                    "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"],
-                    "pairs": stats["mutual_pairs"]})
+    if "friends" in stages:
+        # friends: follows Parquet -> mutual pairs Parquet
+        fr_out = out / "friends-out"
+        report = out / "friends-report.json"
+        ours, peer = interleaved(
+            [BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out, "--date", DATE],
+            [sys.executable, PEERS / "duckdb_friends.py", f"{follows}/*.parquet", out / "duck-friends.parquet"],
+            args.repeat, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
+        stats = json.loads(report.read_text())["friends"]
+        edges = stats["edges_read"]
+        peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
+        if peer_pairs != stats["mutual_pairs"]:
+            sys.exit(f"pair counts differ: ours {stats['mutual_pairs']}, duckdb {peer_pairs}")
+        results.append({"stage": "friends", "input": f"{edges:,} follow edges", "peer": "duckdb",
+                        "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                        "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
+                        "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"],
+                        "pairs": stats["mutual_pairs"]})
 
-    # friends out of core: a memory budget of a tenth of the packed edges
-    budget = max(edges * 8 // 10, 1 << 20)
-    ooc_runs = []
-    for _ in range(args.repeat):
-        shutil.rmtree(fr_out, ignore_errors=True)
-        ooc_runs.append(measured([BIN, "-q", "--report", report, "friends", "--input", follows, "--output",
-                                  fr_out, "--date", DATE, "--memory-budget", f"{budget}B", "--spill-dir", spill]))
-    ooc = median_run(ooc_runs)
-    ooc_stats = json.loads(report.read_text())["friends"]
-    results.append({"stage": "friends (out of core)", "input": f"budget {budget / 2**20:.0f} MiB, "
-                    f"{ooc_stats['partitions']} partitions", "peer": "duckdb",
-                    "ours_s": ooc["seconds"], "peer_s": peer["seconds"],
-                    "ours_all_s": ooc["all_seconds"], "peer_all_s": peer["all_seconds"],
-                    "ours_rss_mb": ooc["rss_mb"], "peer_rss_mb": peer["rss_mb"],
-                    "pairs": ooc_stats["mutual_pairs"]})
+        # friends out of core: a memory budget of a tenth of the packed edges
+        budget = max(edges * 8 // 10, 1 << 20)
+        ooc_runs = []
+        for _ in range(args.repeat):
+            shutil.rmtree(fr_out, ignore_errors=True)
+            ooc_runs.append(measured([BIN, "-q", "--report", report, "friends", "--input", follows, "--output",
+                                      fr_out, "--date", DATE, "--memory-budget", f"{budget}B", "--spill-dir", spill]))
+        ooc = median_run(ooc_runs)
+        ooc_stats = json.loads(report.read_text())["friends"]
+        results.append({"stage": "friends (out of core)", "input": f"budget {budget / 2**20:.0f} MiB, "
+                        f"{ooc_stats['partitions']} partitions", "peer": "duckdb",
+                        "ours_s": ooc["seconds"], "peer_s": peer["seconds"],
+                        "ours_all_s": ooc["all_seconds"], "peer_all_s": peer["all_seconds"],
+                        "ours_rss_mb": ooc["rss_mb"], "peer_rss_mb": peer["rss_mb"],
+                        "pairs": ooc_stats["mutual_pairs"]})
 
-    # load: the same users Parquet into HBase through the same Thrift server
-    load_rows(out, args, results)
+    if "load" in stages:
+        # load: the same users Parquet into HBase through the same Thrift server
+        load_rows(out, args, results)
 
     print()
     print(f"{'stage':<24} {'input':<30} {'ours s':>8} {'peer s':>8} {'speed x':>8} "
