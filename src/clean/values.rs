@@ -384,11 +384,8 @@ fn plain_at(b: u8, next: u8, after: u8) -> bool {
     (admitted | fullwidth) & !combining
 }
 
-/// True when every byte is [`plain_at`]. Every text field of every record passes here, so
-/// whole blocks are checked at once with no early exit, the tail too: it is copied into a
-/// block padded with spaces (admitted, and as a look-ahead byte no different from the end of
-/// the text), since most fields (names, places) are shorter than a block and a byte-at-a-time
-/// loop over them was half of this function's time.
+/// True when every byte is [`plain_at`]: [`is_plain_blocks`], in its AVX2 build when the CPU
+/// has AVX2.
 fn is_plain(bytes: &[u8]) -> bool {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
@@ -409,6 +406,11 @@ unsafe fn is_plain_avx2(bytes: &[u8]) -> bool {
     is_plain_blocks(bytes)
 }
 
+/// Every text field of every record passes here, so whole blocks are checked at once with no
+/// early exit, the tail too: it is copied into a block padded with spaces (admitted, and as a
+/// look-ahead byte no different from the end of the text), since most fields (names, places)
+/// are shorter than a block and a byte-at-a-time loop over them was half of this function's
+/// time.
 #[inline(always)]
 fn is_plain_blocks(bytes: &[u8]) -> bool {
     const BLOCK: usize = 32;

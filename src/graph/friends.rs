@@ -436,7 +436,7 @@ pub fn run_to(
     log::info!(
         "friends: {edges_read} edges, {} coding, {partitions} partition(s) for a {} MB budget",
         if matches!(coder, Coder::Offset(_)) {
-            "direct"
+            "offset"
         } else {
             "dictionary"
         },
