@@ -55,7 +55,13 @@ fn to_shanghai(ms: i64) -> NaiveDateTime {
 /// Trims what crawlers wrap ids and values in: whitespace (including the trailing TAB
 /// weibo-crawler writes), quotes, and a BOM.
 pub fn trim_value(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\u{feff}')
+    let trimmed = |c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '\u{feff}';
+    // Nearly every value needs no trimming: two character checks settle it, where the
+    // pattern search alone was ~2 % of clean (it runs several times on every field).
+    match (s.chars().next(), s.chars().next_back()) {
+        (Some(first), Some(last)) if !trimmed(first) && !trimmed(last) => s,
+        _ => s.trim_matches(trimmed),
+    }
 }
 
 /// True for the placeholders crawlers write for "no value".
@@ -780,6 +786,15 @@ mod fast_path {
     use proptest::prelude::*;
 
     proptest! {
+        /// Trimming's shortcut (no trimmable character at either end) changes nothing.
+        #[test]
+        fn trim_value_agrees_with_trimming_everywhere(s in "[ \"'\u{feff}\u{3000}\t]{0,2}\\PC{0,6}[ \"'\u{feff}\u{3000}\n]{0,2}") {
+            let full = s.trim_matches(|c: char| {
+                c.is_whitespace() || c == '"' || c == '\'' || c == '\u{feff}'
+            });
+            prop_assert_eq!(trim_value(&s), full);
+        }
+
         /// The byte-scan fast path must agree with the full NFC + filter path on any text.
         #[test]
         fn fast_path_agrees_with_full_normalization(s in "\\PC{0,40}|[\\u{0}-\\u{3ff}\\u{2000}-\\u{2070}\\u{3000}-\\u{3010}\\u{4e00}-\\u{4e10}\\u{fe00}-\\u{ffff}]{0,40}") {
