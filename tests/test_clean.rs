@@ -12,6 +12,46 @@ use crate::harness::{assert_golden, bin, run, stderr};
 
 pub const DATE: &str = "2026-11-29";
 
+#[test]
+fn rows_held_in_memory_or_spilled_give_the_same_partitions() {
+    let out = tempfile::tempdir().unwrap();
+    let mut trees = Vec::new();
+    // Everything spilled, a budget that holds some batches and spills the rest, the default.
+    for (name, budget) in [("files", "0"), ("mixed", "8KiB"), ("memory", "256MiB")] {
+        let target = out.path().join(name);
+        // -v: the log says how much was held and how much spilled.
+        let run = run(bin()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["-v", "clean", "--input"])
+            .arg(sample_dir())
+            .arg("--output")
+            .arg(&target)
+            .args(["--date", DATE, "--max-reject-ratio", "0.5"])
+            .args(["--spill-memory", budget]));
+        assert!(run.status.success(), "{}", crate::harness::stderr(&run));
+        let log = crate::harness::stderr(&run);
+        let bytes = |what: &str| -> u64 {
+            let at = log
+                .find(what)
+                .unwrap_or_else(|| panic!("no {what:?} in {log}"));
+            let number = log[..at].trim_end().rsplit(' ').next().unwrap();
+            number.parse().unwrap()
+        };
+        let (held, spilled) = (
+            bytes("bytes held in memory"),
+            bytes("bytes written to files"),
+        );
+        match name {
+            "files" => assert!(held == 0 && spilled > 0, "{held} {spilled}"),
+            "mixed" => assert!(held > 0 && spilled > 0, "{held} {spilled}"),
+            _ => assert!(held > 0 && spilled == 0, "{held} {spilled}"),
+        }
+        trees.push(tree(&target));
+    }
+    assert!(trees[0] == trees[1], "held + spilled differs from spilled");
+    assert!(trees[0] == trees[2], "held differs from spilled");
+}
+
 pub fn sample_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_data")
 }

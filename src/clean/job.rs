@@ -64,6 +64,8 @@ pub struct CleanOptions {
     pub max_reject_ratio: f64,
     /// Local folder for spill files (default: the system temp folder).
     pub spill_dir: Option<PathBuf>,
+    /// Bytes of cleaned rows held in memory between the passes instead of spilled to files.
+    pub spill_memory: u64,
 }
 
 /// Counts for one entity.
@@ -150,10 +152,20 @@ struct SpillSet {
     /// Write buffer of each spill file.
     buffer: usize,
     writers: HashMap<(Entity, usize), SpillWriter>,
+    /// Batches held in memory instead of written, while `held` stays within `memory_budget`.
+    memory: HashMap<(Entity, usize), Mutex<Vec<RecordBatch>>>,
+    memory_budget: u64,
+    held: AtomicU64,
+    /// Bytes (Arrow's measure of the batches) sent to files.
+    spilled: AtomicU64,
 }
 
 impl SpillSet {
-    fn new(base: Option<&Path>, partitions: usize) -> std::io::Result<SpillSet> {
+    fn new(
+        base: Option<&Path>,
+        partitions: usize,
+        memory_budget: u64,
+    ) -> std::io::Result<SpillSet> {
         let dir = match base {
             // A scratch folder named on the command line may not exist yet on a fresh node.
             Some(b) => {
@@ -171,7 +183,15 @@ impl SpillSet {
             }
         }
         let files = partitions * Entity::ALL.len();
+        let memory = writers
+            .keys()
+            .map(|k| (*k, Mutex::new(Vec::new())))
+            .collect();
         Ok(SpillSet {
+            memory,
+            memory_budget,
+            held: AtomicU64::new(0),
+            spilled: AtomicU64::new(0),
             dir,
             partitions,
             buffer: (SPILL_BUFFER_BYTES / files.max(1)).clamp(16 << 10, 1 << 20),
@@ -193,6 +213,20 @@ impl SpillSet {
 
     fn append(&self, entity: Entity, partition: usize, rows: &[(u64, &Row<'_>)]) -> Result<()> {
         let batch = columns::spill_batch(entity, rows).map_err(arrow_err("build batch"))?;
+        // Held while the budget allows; past it, to the partition's file. Which batches are
+        // held changes nothing downstream: a partition is all its batches, wherever they are,
+        // and dedupe orders rows by key, crawl time and input position, not by batch.
+        let size = batch.get_array_memory_size() as u64;
+        let held = self.held.fetch_add(size, Ordering::Relaxed) + size;
+        if held <= self.memory_budget {
+            self.memory[&(entity, partition)]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(batch);
+            return Ok(());
+        }
+        self.held.fetch_sub(size, Ordering::Relaxed);
+        self.spilled.fetch_add(size, Ordering::Relaxed);
         let mut guard = self.writers[&(entity, partition)]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
@@ -235,13 +269,20 @@ impl SpillSet {
         Ok(())
     }
 
-    /// All spilled batches of one partition (`None` if nothing was spilled); the file is gone
-    /// afterwards.
+    /// All batches of one partition, held and spilled (`None` if there were none); they are
+    /// gone from the set afterwards (the held ones handed over, the file removed).
     fn load(&self, entity: Entity, partition: usize) -> Result<Option<Vec<RecordBatch>>> {
+        let held = std::mem::take(
+            &mut *self.memory[&(entity, partition)]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
         let path = self.path(entity, partition);
         let file = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((!held.is_empty()).then_some(held))
+            }
             Err(e) => {
                 return Err(Error::Io {
                     op: "open spill",
@@ -256,9 +297,10 @@ impl SpillSet {
         // validated, into a private temp folder; re-validating every string on the way back
         // costs a tenth of the run for nothing.
         let reader = unsafe { reader.with_skip_validation(true) };
-        let batches: Vec<RecordBatch> = reader
-            .collect::<std::result::Result<_, _>>()
-            .map_err(arrow_err("read spill"))?;
+        let mut batches = held;
+        for batch in reader {
+            batches.push(batch.map_err(arrow_err("read spill"))?);
+        }
         // Read once: deleted now, on the thread that read it, dropping its pages from the cache
         // is spread over pass 2 (removing 10 GB of spill at the end took ~3 s on one thread).
         std::fs::remove_file(&path).map_err(|e| Error::Io {
@@ -333,7 +375,12 @@ pub fn run(
         files.len(),
         bytes_in as f64 / 1e6
     );
-    let spill = SpillSet::new(options.spill_dir.as_deref(), partitions).map_err(|e| Error::Io {
+    let spill = SpillSet::new(
+        options.spill_dir.as_deref(),
+        partitions,
+        options.spill_memory,
+    )
+    .map_err(|e| Error::Io {
         op: "create spill folder",
         path: options
             .spill_dir
@@ -360,8 +407,11 @@ pub fn run(
         .collect::<Result<_>>()?;
     spill.finish()?;
     log::info!(
-        "pass 1 (read, clean, spill) took {:.2}s",
-        started.elapsed().as_secs_f64()
+        "pass 1 (read, clean, spill) took {:.2}s; spill: {} bytes held in memory, {} bytes \
+         written to files",
+        started.elapsed().as_secs_f64(),
+        spill.held.load(Ordering::Relaxed),
+        spill.spilled.load(Ordering::Relaxed)
     );
     let mut report = CleanReport {
         date: options.date.clone(),

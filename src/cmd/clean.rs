@@ -52,6 +52,10 @@ pub struct Args {
     /// Local folder for spill files [default: the system temp folder]
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<std::path::PathBuf>,
+    /// Cleaned rows held in memory between the two passes; the rest is spilled to files
+    /// (0: spill everything). Peak memory grows by about this much.
+    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::parse_size)]
+    spill_memory: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -90,6 +94,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         default_crawl_ms,
         max_reject_ratio: args.max_reject_ratio,
         spill_dir: args.spill_dir,
+        spill_memory: args.spill_memory,
     };
     let mut report = Report::new("clean");
     // Expand once for the progress bar's total; the job expands again (cheap metadata calls).

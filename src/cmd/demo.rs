@@ -101,6 +101,7 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         // The sample is dirty on purpose (one file per §3 case): far above a nightly budget.
         max_reject_ratio: 0.5,
         spill_dir: None,
+        spill_memory: 256 << 20,
     };
     let clean = job::run(&ctx.fs, &options, &|_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
     for (entity, c) in &clean.entities {
