@@ -57,12 +57,15 @@ def median_run(runs):
 
 def interleaved(ours_cmd, peer_cmd, repeat, before=lambda: None):
     """Runs ours and the peer in turn, `repeat` times each, and keeps each side's median run:
-    this box drifts by a third from minute to minute, so one pair is a sample, not a ratio."""
+    this box drifts by a third from minute to minute, so one pair is a sample, not a ratio.
+    A command may be a function of the run's index (runs that need places of their own);
+    each run records its index."""
+    command = lambda cmd, i: cmd(i) if callable(cmd) else cmd
     ours, peer = [], []
-    for _ in range(repeat):
+    for i in range(repeat):
         before()
-        ours.append(measured(ours_cmd))
-        peer.append(measured(peer_cmd))
+        ours.append(dict(measured(command(ours_cmd, i)), index=i))
+        peer.append(dict(measured(command(peer_cmd, i)), index=i))
     return median_run(ours), median_run(peer)
 
 
@@ -116,19 +119,16 @@ def load_against_happybase(out, args, results, clean, single, rows):
     the first load of a fresh cluster ran at half the speed of the second (2026-11-30 19:17),
     so a single pair would mostly measure which side ran first."""
     stamp = str(int(time.time()))
-    ours_runs, peer_runs = [], []
-    for i in range(args.repeat):
-        ns = f"bench{stamp}r{i}"
-        report = out / f"load-report-{i}.json"
-        run = measured([BIN, "-q", "--namespace", ns, "--report", report, "load", "--input", clean,
-                        "--date", DATE, "--tables", "user", "--regions", "8", "--writers", str(args.writers)])
-        run["mb_per_s"] = json.loads(report.read_text())["load"]["mb_per_s"]
-        ours_runs.append(run)
-        run = measured([sys.executable, PEERS / "happybase_load.py", "--parquet", single, "--key", "uid",
-                        "--table", f"{ns}:peer_users", "--threads", str(args.writers)])
-        run["mb_per_s"] = json.loads(run["stdout"].strip().splitlines()[-1])["mb_per_s"]
-        peer_runs.append(run)
-    ours, peer = median_run(ours_runs), median_run(peer_runs)
+    ns = lambda i: f"bench{stamp}r{i}"
+    report = lambda i: out / f"load-report-{i}.json"
+    ours, peer = interleaved(
+        lambda i: [BIN, "-q", "--namespace", ns(i), "--report", report(i), "load", "--input", clean,
+                   "--date", DATE, "--tables", "user", "--regions", "8", "--writers", str(args.writers)],
+        lambda i: [sys.executable, PEERS / "happybase_load.py", "--parquet", single, "--key", "uid",
+                   "--table", f"{ns(i)}:peer_users", "--threads", str(args.writers)],
+        args.repeat)
+    ours["mb_per_s"] = json.loads(report(ours["index"]).read_text())["load"]["mb_per_s"]
+    peer["mb_per_s"] = json.loads(peer["stdout"].strip().splitlines()[-1])["mb_per_s"]
     results.append({"stage": "load (user table)", "input": f"{rows:,} users, {args.writers} writers",
                     "peer": "happybase",
                     "ours_s": ours["seconds"], "peer_s": peer["seconds"],

@@ -144,16 +144,21 @@ impl Counters {
     }
 }
 
-type SpillWriter = Mutex<Option<StreamWriter<BufWriter<File>>>>;
+/// One partition of one entity between the passes: the batches held in memory (while the
+/// set's budget allows) and the spill file the rest went to (opened at its first batch).
+#[derive(Default)]
+struct SpillSlot {
+    held: Vec<RecordBatch>,
+    file: Option<StreamWriter<BufWriter<File>>>,
+}
 
 struct SpillSet {
     dir: tempfile::TempDir,
     partitions: usize,
     /// Write buffer of each spill file.
     buffer: usize,
-    writers: HashMap<(Entity, usize), SpillWriter>,
-    /// Batches held in memory instead of written, while `held` stays within `memory_budget`.
-    memory: HashMap<(Entity, usize), Mutex<Vec<RecordBatch>>>,
+    slots: HashMap<(Entity, usize), Mutex<SpillSlot>>,
+    /// Bytes (Arrow's measure of the batches) slots may hold in memory, and hold now.
     memory_budget: u64,
     held: AtomicU64,
     /// Bytes (Arrow's measure of the batches) sent to files.
@@ -176,26 +181,21 @@ impl SpillSet {
             }
             None => tempfile::Builder::new().prefix("weibo-clean-").tempdir()?,
         };
-        let mut writers = HashMap::new();
+        let mut slots = HashMap::new();
         for entity in Entity::ALL {
             for p in 0..partitions {
-                writers.insert((entity, p), Mutex::new(None));
+                slots.insert((entity, p), Mutex::default());
             }
         }
         let files = partitions * Entity::ALL.len();
-        let memory = writers
-            .keys()
-            .map(|k| (*k, Mutex::new(Vec::new())))
-            .collect();
         Ok(SpillSet {
-            memory,
             memory_budget,
             held: AtomicU64::new(0),
             spilled: AtomicU64::new(0),
             dir,
             partitions,
             buffer: (SPILL_BUFFER_BYTES / files.max(1)).clamp(16 << 10, 1 << 20),
-            writers,
+            slots,
         })
     }
 
@@ -217,20 +217,16 @@ impl SpillSet {
         // held changes nothing downstream: a partition is all its batches, wherever they are,
         // and dedupe orders rows by key, crawl time and input position, not by batch.
         let size = batch.get_array_memory_size() as u64;
-        let held = self.held.fetch_add(size, Ordering::Relaxed) + size;
-        if held <= self.memory_budget {
-            self.memory[&(entity, partition)]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(batch);
+        let mut slot = self.slots[&(entity, partition)]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if self.held.fetch_add(size, Ordering::Relaxed) + size <= self.memory_budget {
+            slot.held.push(batch);
             return Ok(());
         }
         self.held.fetch_sub(size, Ordering::Relaxed);
         self.spilled.fetch_add(size, Ordering::Relaxed);
-        let mut guard = self.writers[&(entity, partition)]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
+        if slot.file.is_none() {
             let path = self.path(entity, partition);
             let file = File::create(&path).map_err(|e| Error::Io {
                 op: "create spill",
@@ -242,9 +238,9 @@ impl SpillSet {
                 &columns::spill_schema(entity),
             )
             .map_err(arrow_err("spill"))?;
-            *guard = Some(writer);
+            slot.file = Some(writer);
         }
-        guard
+        slot.file
             .as_mut()
             .expect("created above")
             .write(&batch)
@@ -252,8 +248,8 @@ impl SpillSet {
     }
 
     fn finish(&self) -> Result<()> {
-        for w in self.writers.values() {
-            if let Some(mut writer) = w.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        for slot in self.slots.values() {
+            if let Some(mut writer) = slot.lock().unwrap_or_else(|p| p.into_inner()).file.take() {
                 writer.finish().map_err(arrow_err("spill"))?;
                 writer
                     .into_inner()
@@ -273,9 +269,10 @@ impl SpillSet {
     /// gone from the set afterwards (the held ones handed over, the file removed).
     fn load(&self, entity: Entity, partition: usize) -> Result<Option<Vec<RecordBatch>>> {
         let held = std::mem::take(
-            &mut *self.memory[&(entity, partition)]
+            &mut self.slots[&(entity, partition)]
                 .lock()
-                .unwrap_or_else(|p| p.into_inner()),
+                .unwrap_or_else(|p| p.into_inner())
+                .held,
         );
         let path = self.path(entity, partition);
         let file = match File::open(&path) {

@@ -419,16 +419,12 @@ unsafe fn is_plain_avx2(bytes: &[u8]) -> bool {
 /// time.
 #[inline(always)]
 fn is_plain_blocks(bytes: &[u8]) -> bool {
-    const BLOCK: usize = 32;
     let mut start = 0;
-    // A block needs the two bytes after it: a lead byte's continuation decides.
     while start + BLOCK + 1 < bytes.len() {
-        let block = &bytes[start..start + BLOCK + 2];
-        let mut plain = true;
-        for i in 0..BLOCK {
-            plain &= plain_at(block[i], block[i + 1], block[i + 2]);
-        }
-        if !plain {
+        let window = bytes[start..start + BLOCK + 2]
+            .try_into()
+            .expect("BLOCK + 2 bytes");
+        if !block_is_plain(window) {
             return false;
         }
         start += BLOCK;
@@ -437,9 +433,21 @@ fn is_plain_blocks(bytes: &[u8]) -> bool {
     let rest = &bytes[start..];
     let mut padded = [b' '; 2 * BLOCK + 2];
     padded[..rest.len()].copy_from_slice(rest);
+    let (first, second) = (&padded[..BLOCK + 2], &padded[BLOCK..]);
+    block_is_plain(first.try_into().expect("BLOCK + 2 bytes"))
+        & block_is_plain(second.try_into().expect("BLOCK + 2 bytes"))
+}
+
+/// Bytes [`is_plain_blocks`] checks at once.
+const BLOCK: usize = 32;
+
+/// Whether the block's `BLOCK` bytes are plain; a block needs the two bytes after it, since a
+/// lead byte's continuation decides. Compares only, no early exit: vector code.
+#[inline(always)]
+fn block_is_plain(window: &[u8; BLOCK + 2]) -> bool {
     let mut plain = true;
-    for i in 0..2 * BLOCK {
-        plain &= plain_at(padded[i], padded[i + 1], padded[i + 2]);
+    for i in 0..BLOCK {
+        plain &= plain_at(window[i], window[i + 1], window[i + 2]);
     }
     plain
 }
