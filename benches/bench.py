@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT.parent / "shared" / "peers"
 BIN = ROOT / "target" / "release" / "weibo-etl"
 DATE = "2026-11-29"
+WARMUP = 1  # set from --warmup
 
 
 def measured(cmd):
@@ -59,8 +60,14 @@ def interleaved(ours_cmd, peer_cmd, repeat, before=lambda: None):
     """Runs ours and the peer in turn, `repeat` times each, and keeps each side's median run:
     this box drifts by a third from minute to minute, so one pair is a sample, not a ratio.
     A command may be a function of the run's index (runs that need places of their own);
-    each run records its index."""
+    each run records its index. `--warmup` pairs run first and are not kept (hyperfine's
+    --warmup): DuckDB's first run after a data set was generated was the slowest of five
+    (7.98 s, then 6.08 down to 4.82 s, 2026-12-01 02:20), which measured the box, not DuckDB."""
     command = lambda cmd, i: cmd(i) if callable(cmd) else cmd
+    for w in range(WARMUP):
+        before()
+        measured(command(ours_cmd, f"w{w}"))
+        measured(command(peer_cmd, f"w{w}"))
     ours, peer = [], []
     for i in range(repeat):
         before()
@@ -183,9 +190,13 @@ def main():
     ap.add_argument("--writers", type=int, default=4, help="parallel writers / threads for both loaders")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each stage and its peer, interleaved (each side's median is reported)")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="unrecorded runs of each side before the measured ones (default 1)")
     ap.add_argument("--stages", default="clean,friends,load",
                     help="comma-separated stages to run (clean, friends, load)")
     args = ap.parse_args()
+    global WARMUP
+    WARMUP = args.warmup
     stages = set(args.stages.split(","))
     if not stages <= {"clean", "friends", "load"}:
         sys.exit(f"--stages: unknown stage in {args.stages!r}")

@@ -48,6 +48,10 @@ const PARTITION_BYTES: u64 = 64 << 20;
 /// per entity and partition), so each file's buffer shrinks instead: a fixed 1 MiB each was
 /// ~1 GB of buffers on a 12 GB input.
 const SPILL_BUFFER_BYTES: usize = 64 << 20;
+/// Output rows gathered from the spilled batches at a time: a few megabytes that the Parquet
+/// encoder reads back while they are still in cache, instead of a whole partition's copy in
+/// freshly faulted memory.
+const GATHER_ROWS: usize = 4096;
 
 /// What to clean and where to put it.
 #[derive(Clone, Debug)]
@@ -793,28 +797,27 @@ fn write_entity(
             };
             let total: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
             let winners = dedupe(entity, &batches)?;
-            drop(batches);
-            let kept = winners.num_rows() as u64;
-            let dangling = count_dangling(entity, &winners, known_users);
-            let keys = if entity == Entity::Users {
-                winners
-                    .column_by_name("uid")
-                    .map(|c| c.as_primitive::<Int64Type>().values().to_vec())
-                    .unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            let out = winners
-                .project(&(0..winners.num_columns() - 1).collect::<Vec<_>>())
-                .map_err(arrow_err("project"))?;
+            let kept = winners.len() as u64;
             let part = dir.join(&format!("part-{p:05}.parquet"));
-            partition::write_parquet(
+            let mut writer = partition::ParquetWriter::create(
                 fs,
                 &part,
                 columns::schema(entity),
                 columns::parquet_properties(entity),
-                Some(&out),
             )?;
+            let mut dangling = 0;
+            let mut keys = Vec::new();
+            for rows in winners.chunks(GATHER_ROWS) {
+                let out = gather(entity, &batches, rows)?;
+                dangling += count_dangling(entity, &out, known_users);
+                if entity == Entity::Users {
+                    if let Some(uids) = out.column_by_name("uid") {
+                        keys.extend_from_slice(uids.as_primitive::<Int64Type>().values());
+                    }
+                }
+                writer.write(&out)?;
+            }
+            writer.finish()?;
             Ok((kept, total - kept, dangling, keys))
         })
         .collect::<Result<_>>()?;
@@ -834,12 +837,11 @@ fn write_entity(
     Ok(outcome)
 }
 
-/// Keeps one row per natural key: the newest crawl, then the latest input position; the
-/// result is sorted by key. Works across the spilled batches without concatenating them, so
-/// a partition is held once plus its winners.
-fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<RecordBatch> {
+/// Picks one row per natural key: the newest crawl, then the latest input position. Returns
+/// the winners as (batch, row) positions sorted by key. Works across the spilled batches
+/// without concatenating them.
+fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>> {
     let keys = columns::key_columns(entity);
-    let schema = columns::spill_schema(entity);
     struct Cols {
         k0: arrow::array::Int64Array,
         k1: Option<arrow::array::Int64Array>,
@@ -893,10 +895,17 @@ fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<RecordBatch> {
             last = Some(k);
         }
     }
+    Ok(winners)
+}
+
+/// The output rows at `rows` (positions into the spilled batches), in the output schema (the
+/// spill's sequence column left behind).
+fn gather(entity: Entity, batches: &[RecordBatch], rows: &[(usize, usize)]) -> Result<RecordBatch> {
+    let schema = columns::schema(entity);
     let columns = (0..schema.fields().len())
         .map(|c| {
             let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
-            arrow::compute::interleave(&arrays, &winners).map_err(arrow_err("interleave"))
+            arrow::compute::interleave(&arrays, rows).map_err(arrow_err("interleave"))
         })
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(schema, columns).map_err(arrow_err("batch"))
