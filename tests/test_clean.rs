@@ -274,3 +274,107 @@ fn bad_usage_is_exit_2() {
     assert_eq!(result.status.code(), Some(1));
     assert!(stderr(&result).contains("missing"), "{}", stderr(&result));
 }
+
+/// Partitions far larger than one write gather (clean hands the Parquet writer 4,096 rows at
+/// a time): the counts are the generator's truth (plus three follows of unknown users), every
+/// entity comes out sorted by its key with no key twice, and the dangling counts, which
+/// depend on the uids every gather of the users partition left behind, are what the written
+/// rows themselves imply.
+#[test]
+fn partitions_larger_than_a_gather_are_complete_sorted_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    let out = dir.path().join("out");
+    let gen = run(bin().args(["-q", "gen", "--out"]).arg(&raw).args([
+        "--users",
+        "15000",
+        "--seed",
+        "5",
+        "--only",
+        "users,follows,comments",
+    ]));
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let truth = report(&raw.join("_truth.json"));
+    fs::write(
+        raw.join("follows").join("unknown-users.csv"),
+        "follower,followee,followed_at,crawl_time\n\
+         1000000000,7,2026-11-28 10:00:00,2026-11-29 02:00:00\n\
+         8,1000000001,2026-11-28 10:00:00,2026-11-29 02:00:00\n\
+         9,10,,2026-11-29 02:00:00\n",
+    )
+    .unwrap();
+    let report_path = dir.path().join("report.json");
+    let run = clean(&raw, &out, &["--report", report_path.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let entities = report(&report_path)["clean"]["entities"].clone();
+    for entity in ["users", "follows", "comments"] {
+        let t = &truth["entities"][entity];
+        let extra = if entity == "follows" { 3 } else { 0 };
+        for key in ["records_in", "records_out"] {
+            assert_eq!(
+                entities[entity][key].as_u64(),
+                t[key].as_u64().map(|n| n + extra),
+                "{entity} {key}"
+            );
+        }
+        assert_eq!(entities[entity]["duplicates"], t["duplicates"], "{entity}");
+        assert!(
+            t["records_out"].as_u64().unwrap() > 3 * 4096,
+            "{entity}: too few rows to span gathers"
+        );
+    }
+    let dir_of = |entity: &str| out.join(entity).join(format!("dt={DATE}"));
+    let rows = |entity: &str| -> Vec<Value> {
+        parquet_rows(&dir_of(entity))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let parts = |entity: &str| {
+        fs::read_dir(dir_of(entity))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "parquet")
+            })
+            .count()
+    };
+    let id = |v: &Value, k: &str| v[k].as_i64();
+    let users = rows("users");
+    let follows = rows("follows");
+    let comments = rows("comments");
+    // Each part file sorted by key: the files end to end descend at most once per file
+    // boundary; no key twice anywhere.
+    for (entity, rows, key) in [
+        ("users", &users, ["uid", "uid"]),
+        ("follows", &follows, ["follower", "followee"]),
+        ("comments", &comments, ["cid", "cid"]),
+    ] {
+        let keys: Vec<(i64, i64)> = rows
+            .iter()
+            .map(|r| (id(r, key[0]).unwrap(), id(r, key[1]).unwrap()))
+            .collect();
+        let descents = keys.windows(2).filter(|w| w[0] >= w[1]).count();
+        assert!(descents < parts(entity), "{entity}: {descents} descents");
+        let distinct: std::collections::HashSet<_> = keys.iter().collect();
+        assert_eq!(distinct.len(), keys.len(), "{entity}: a key twice");
+        assert_eq!(
+            keys.len() as u64,
+            entities[entity]["records_out"].as_u64().unwrap()
+        );
+    }
+    let known: std::collections::HashSet<i64> =
+        users.iter().map(|u| id(u, "uid").unwrap()).collect();
+    let unknown = |uid: Option<i64>| uid.is_none_or(|u| !known.contains(&u));
+    let dangling_follows = follows
+        .iter()
+        .filter(|f| unknown(id(f, "follower")) || unknown(id(f, "followee")))
+        .count() as u64;
+    let dangling_comments = comments.iter().filter(|c| unknown(id(c, "uid"))).count() as u64;
+    assert_eq!(dangling_follows, 3, "the three added follows");
+    assert_eq!(entities["follows"]["dangling"], dangling_follows);
+    assert_eq!(entities["comments"]["dangling"], dangling_comments);
+}
