@@ -20,13 +20,14 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::buffer::Buffer;
 use arrow::datatypes::{Int64Type, TimestampMillisecondType, UInt64Type};
-use arrow::ipc::reader::StreamReader;
-use arrow::ipc::writer::StreamWriter;
+use arrow::ipc::reader::{read_footer_length, FileDecoder};
+use arrow::ipc::writer::FileWriter;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -153,7 +154,7 @@ impl Counters {
 #[derive(Default)]
 struct SpillSlot {
     held: Vec<RecordBatch>,
-    file: Option<StreamWriter<BufWriter<File>>>,
+    file: Option<FileWriter<BufWriter<File>>>,
 }
 
 struct SpillSet {
@@ -237,7 +238,7 @@ impl SpillSet {
                 path: path.display().to_string(),
                 source: e,
             })?;
-            let writer = StreamWriter::try_new(
+            let writer = FileWriter::try_new(
                 BufWriter::with_capacity(self.buffer, file),
                 &columns::spill_schema(entity),
             )
@@ -292,16 +293,12 @@ impl SpillSet {
                 })
             }
         };
-        let reader = StreamReader::try_new(std::io::BufReader::new(file), None)
-            .map_err(arrow_err("read spill"))?;
-        // SAFETY: spill files are written by this run, from batches arrow built and
-        // validated, into a private temp folder; re-validating every string on the way back
-        // costs a tenth of the run for nothing.
-        let reader = unsafe { reader.with_skip_validation(true) };
         let mut batches = held;
-        for batch in reader {
-            batches.push(batch.map_err(arrow_err("read spill"))?);
-        }
+        batches.extend(read_spill_file(&file).map_err(|e| Error::Io {
+            op: "read spill",
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?);
         // Read once: deleted now, on the thread that read it, dropping its pages from the cache
         // is spread over pass 2 (removing 10 GB of spill at the end took ~3 s on one thread).
         std::fs::remove_file(&path).map_err(|e| Error::Io {
@@ -311,6 +308,44 @@ impl SpillSet {
         })?;
         Ok(Some(batches))
     }
+}
+
+/// The batches of a finished spill file, decoded in place from a memory map of it: the
+/// arrays point into the file's pages in the page cache, so nothing is copied out of the
+/// kernel or into freshly faulted memory (they stay valid after the file is removed).
+fn read_spill_file(file: &File) -> std::result::Result<Vec<RecordBatch>, arrow::error::ArrowError> {
+    let bad = |what: &str| arrow::error::ArrowError::IpcError(format!("spill file: {what}"));
+    // SAFETY: the file is this run's own, in its private temporary folder; its writer has
+    // finished and nothing writes it again (it is only removed, which keeps the mapping).
+    let map = unsafe { memmap2::Mmap::map(file) }.map_err(|e| bad(&e.to_string()))?;
+    let data = Buffer::from(bytes::Bytes::from_owner(map));
+    let end = data.len().checked_sub(10).ok_or_else(|| bad("too short"))?;
+    let tail: [u8; 10] = data[end..].try_into().expect("ten bytes");
+    let footer_start = end
+        .checked_sub(read_footer_length(tail)?)
+        .ok_or_else(|| bad("footer longer than the file"))?;
+    let footer =
+        arrow::ipc::root_as_footer(&data[footer_start..end]).map_err(|e| bad(&e.to_string()))?;
+    let schema =
+        arrow::ipc::convert::try_fb_to_schema(footer.schema().ok_or_else(|| bad("no schema"))?)?;
+    // SAFETY: written by this run from batches arrow built and validated; re-validating
+    // every string on the way back costs a tenth of the run for nothing.
+    let decoder =
+        unsafe { FileDecoder::new(Arc::new(schema), footer.version()).with_skip_validation(true) };
+    let mut batches = Vec::new();
+    for block in footer.recordBatches().into_iter().flatten() {
+        let len = block.metaDataLength() as usize + block.bodyLength() as usize;
+        let start = block.offset() as usize;
+        if start.checked_add(len).is_none_or(|e| e > footer_start) {
+            return Err(bad("block past the footer"));
+        }
+        if let Some(batch) =
+            decoder.read_record_batch(block, &data.slice_with_length(start, len))?
+        {
+            batches.push(batch);
+        }
+    }
+    Ok(batches)
 }
 
 fn arrow_err<E: std::fmt::Display>(op: &'static str) -> impl Fn(E) -> Error {
