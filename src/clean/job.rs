@@ -71,6 +71,9 @@ pub struct CleanOptions {
     pub spill_dir: Option<PathBuf>,
     /// Bytes of cleaned rows held in memory between the passes instead of spilled to files.
     pub spill_memory: u64,
+    /// Parquet data page version of the output: 2 (values compressed on their own, with no
+    /// copy into a page buffer first) or 1 (for readers that predate version 2 pages).
+    pub data_page_version: u8,
 }
 
 /// Counts for one entity.
@@ -495,7 +498,14 @@ pub fn run(
         for entity in Entity::ALL {
             let stage = Staged::new(&output.join(entity.name()), &dt, &tag);
             staged.push(stage.clone());
-            let outcome = write_entity(fs, entity, &spill, &stage.tmp, &known_users)?;
+            let outcome = write_entity(
+                fs,
+                entity,
+                &spill,
+                &stage.tmp,
+                &known_users,
+                options.data_page_version,
+            )?;
             if entity == Entity::Users {
                 known_users = outcome.keys;
             }
@@ -813,6 +823,7 @@ fn write_entity(
     spill: &SpillSet,
     dir: &Location,
     known_users: &KnownUsers,
+    data_page_version: u8,
 ) -> Result<EntityOutcome> {
     let parts: Vec<(u64, u64, u64, Vec<i64>)> = (0..spill.partitions)
         .into_par_iter()
@@ -824,7 +835,7 @@ fn write_entity(
                         fs,
                         &part,
                         columns::schema(entity),
-                        columns::parquet_properties(entity),
+                        columns::parquet_properties(entity, data_page_version),
                         None,
                     )?;
                 }
@@ -838,7 +849,7 @@ fn write_entity(
                 fs,
                 &part,
                 columns::schema(entity),
-                columns::parquet_properties(entity),
+                columns::parquet_properties(entity, data_page_version),
             )?;
             let mut dangling = 0;
             let mut keys = Vec::new();
