@@ -383,7 +383,7 @@ fn partitions_larger_than_a_gather_are_complete_sorted_and_counted() {
 /// asked for.
 #[test]
 fn data_page_versions_hold_the_same_rows() {
-    use parquet::column::page::{Page, PageReader};
+    use parquet::column::page::Page;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let out = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
@@ -411,7 +411,10 @@ fn data_page_versions_hold_the_same_rows() {
                 Page::DictionaryPage { .. } => {}
             }
         }
-        assert!(!kinds.is_empty() && kinds.iter().all(|k| *k == version), "{kinds:?}");
+        assert!(
+            !kinds.is_empty() && kinds.iter().all(|k| *k == version),
+            "{kinds:?}"
+        );
         rows.push(
             ["users", "posts", "follows", "comments", "reposts"]
                 .map(|e| parquet_rows(&target.join(e).join(format!("dt={DATE}")))),
