@@ -70,7 +70,7 @@ impl Entity {
     }
 
     /// The canonical raw fields (§1), in order. Readers fill a record in this order.
-    pub fn fields(self) -> &'static [&'static str] {
+    pub const fn fields(self) -> &'static [&'static str] {
         match self {
             Entity::Users => &[
                 "uid",
@@ -130,6 +130,36 @@ impl Entity {
     pub fn field_index(self, name: &str) -> Option<usize> {
         self.fields().iter().position(|f| *f == name)
     }
+
+    /// The position of canonical field `name`, for the cleaning code to look up at compile
+    /// time (`const { Entity::Users.position("uid") }`: no string comparisons per record, and
+    /// a misspelt name does not compile).
+    pub const fn position(self, name: &str) -> usize {
+        let fields = self.fields();
+        let mut i = 0;
+        while i < fields.len() {
+            if same_bytes(fields[i].as_bytes(), name.as_bytes()) {
+                return i;
+            }
+            i += 1;
+        }
+        panic!("not a canonical field of this entity");
+    }
+}
+
+/// `a == b`, usable in a `const fn`.
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Why a record was refused. The snake_case name is the reason code in rejects and reports.
@@ -367,9 +397,20 @@ pub fn clean_record(
     raw: &RawRecord,
     default_crawl_ms: i64,
 ) -> Result<Row<'_>, Reject> {
-    let f = |name: &str| raw.get(entity.field_index(name).unwrap_or(usize::MAX));
+    // A field by name, its position found at compile time (see `Entity::position`).
+    macro_rules! f {
+        ($entity:ident, $name:literal) => {
+            raw.get(const { Entity::$entity.position($name) })
+        };
+    }
     let crawl = {
-        let c = f("crawl_time");
+        let c = match entity {
+            Entity::Users => f!(Users, "crawl_time"),
+            Entity::Posts => f!(Posts, "crawl_time"),
+            Entity::Follows => f!(Follows, "crawl_time"),
+            Entity::Comments => f!(Comments, "crawl_time"),
+            Entity::Reposts => f!(Reposts, "crawl_time"),
+        };
         if is_missing(c) {
             default_crawl_ms
         } else {
@@ -388,90 +429,90 @@ pub fn clean_record(
         Entity::Users => {
             let mut capped = false;
             Ok(Row::User(User {
-                uid: parse_id(f("uid"))?,
-                screen_name: text_opt(f("screen_name")),
-                gender: parse_gender(f("gender")),
-                province: text_opt(f("province")),
-                city: text_opt(f("city")),
-                location: text_opt(f("location")),
-                description: text_opt(f("description")),
-                verified: parse_bool(f("verified")),
-                verified_type: trim_value(f("verified_type")).parse().ok(),
-                followers_count: count(f("followers_count"), &mut capped)?,
-                follow_count: count(f("follow_count"), &mut capped)?,
-                statuses_count: count(f("statuses_count"), &mut capped)?,
+                uid: parse_id(f!(Users, "uid"))?,
+                screen_name: text_opt(f!(Users, "screen_name")),
+                gender: parse_gender(f!(Users, "gender")),
+                province: text_opt(f!(Users, "province")),
+                city: text_opt(f!(Users, "city")),
+                location: text_opt(f!(Users, "location")),
+                description: text_opt(f!(Users, "description")),
+                verified: parse_bool(f!(Users, "verified")),
+                verified_type: trim_value(f!(Users, "verified_type")).parse().ok(),
+                followers_count: count(f!(Users, "followers_count"), &mut capped)?,
+                follow_count: count(f!(Users, "follow_count"), &mut capped)?,
+                statuses_count: count(f!(Users, "statuses_count"), &mut capped)?,
                 counts_capped: capped,
-                created_at: optional_time(f("created_at"))?,
+                created_at: optional_time(f!(Users, "created_at"))?,
                 crawl_time: crawl,
             }))
         }
         Entity::Posts => {
-            let mid = if is_missing(f("mid")) {
-                parse_mid_or_bid(f("bid"))?
+            let mid = if is_missing(f!(Posts, "mid")) {
+                parse_mid_or_bid(f!(Posts, "bid"))?
             } else {
-                parse_mid_or_bid(f("mid"))?
+                parse_mid_or_bid(f!(Posts, "mid"))?
             };
-            let (text, is_deleted) = clean_content(f("text"));
+            let (text, is_deleted) = clean_content(f!(Posts, "text"));
             let mut capped = false;
-            let bid = trim_value(f("bid"));
+            let bid = trim_value(f!(Posts, "bid"));
             Ok(Row::Post(Post {
                 mid,
                 bid: (!is_missing(bid)).then_some(Cow::Borrowed(bid)),
                 // A deleted repost's original has no user: allowed, counted as dangling.
-                uid: parse_optional_id(f("uid"))?,
-                created_at: time(f("created_at"))?,
+                uid: parse_optional_id(f!(Posts, "uid"))?,
+                created_at: time(f!(Posts, "created_at"))?,
                 text,
-                source: text_opt(f("source")),
-                reposts_count: count(f("reposts_count"), &mut capped)?,
-                comments_count: count(f("comments_count"), &mut capped)?,
-                attitudes_count: count(f("attitudes_count"), &mut capped)?,
+                source: text_opt(f!(Posts, "source")),
+                reposts_count: count(f!(Posts, "reposts_count"), &mut capped)?,
+                comments_count: count(f!(Posts, "comments_count"), &mut capped)?,
+                attitudes_count: count(f!(Posts, "attitudes_count"), &mut capped)?,
                 counts_capped: capped,
-                topics: split_list(f("topics")),
-                at_users: split_list(f("at_users")),
-                pics: split_list(f("pics")),
-                retweet_mid: if is_missing(f("retweet_mid")) {
+                topics: split_list(f!(Posts, "topics")),
+                at_users: split_list(f!(Posts, "at_users")),
+                pics: split_list(f!(Posts, "pics")),
+                retweet_mid: if is_missing(f!(Posts, "retweet_mid")) {
                     None
                 } else {
-                    Some(parse_mid_or_bid(f("retweet_mid"))?)
+                    Some(parse_mid_or_bid(f!(Posts, "retweet_mid"))?)
                 },
                 is_deleted,
                 crawl_time: crawl,
             }))
         }
         Entity::Follows => {
-            let follower = parse_id(f("follower"))?;
-            let followee = parse_id(f("followee"))?;
+            let follower = parse_id(f!(Follows, "follower"))?;
+            let followee = parse_id(f!(Follows, "followee"))?;
             if follower == followee {
                 return Err(Reject::SelfFollow);
             }
             Ok(Row::Follow(Follow {
                 follower,
                 followee,
-                followed_at: optional_time(f("followed_at"))?,
+                followed_at: optional_time(f!(Follows, "followed_at"))?,
                 crawl_time: crawl,
             }))
         }
         Entity::Comments => {
-            let (text, is_deleted) = clean_content(f("text"));
+            let (text, is_deleted) = clean_content(f!(Comments, "text"));
             let mut capped = false;
             Ok(Row::Comment(Comment {
-                cid: parse_id(f("cid"))?,
-                mid: parse_mid_or_bid(f("mid"))?,
-                uid: parse_optional_id(f("uid"))?,
-                created_at: time(f("created_at"))?,
+                cid: parse_id(f!(Comments, "cid"))?,
+                mid: parse_mid_or_bid(f!(Comments, "mid"))?,
+                uid: parse_optional_id(f!(Comments, "uid"))?,
+                created_at: time(f!(Comments, "created_at"))?,
                 text,
-                like_count: count(f("like_count"), &mut capped)?,
-                reply_to_cid: parse_optional_id(f("reply_to_cid"))?,
+                like_count: count(f!(Comments, "like_count"), &mut capped)?,
+                reply_to_cid: parse_optional_id(f!(Comments, "reply_to_cid"))?,
                 is_deleted,
                 crawl_time: crawl,
             }))
         }
         Entity::Reposts => Ok(Row::Repost(Repost {
-            mid: parse_mid_or_bid(f("mid"))?,
-            uid: parse_id(f("uid"))?,
-            retweet_mid: parse_mid_or_bid(f("retweet_mid"))?,
-            created_at: time(f("created_at"))?,
-            text: clean_content(f("text")).0,
+            mid: parse_mid_or_bid(f!(Reposts, "mid"))?,
+            uid: parse_id(f!(Reposts, "uid"))?,
+            retweet_mid: parse_mid_or_bid(f!(Reposts, "retweet_mid"))?,
+            created_at: time(f!(Reposts, "created_at"))?,
+            text: clean_content(f!(Reposts, "text")).0,
             crawl_time: crawl,
         })),
     }
@@ -480,6 +521,17 @@ pub fn clean_record(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compile-time lookup finds every field where the run-time one does.
+    #[test]
+    fn position_agrees_with_field_index() {
+        for entity in Entity::ALL {
+            for (i, name) in entity.fields().iter().enumerate() {
+                assert_eq!(entity.position(name), i);
+                assert_eq!(entity.field_index(name), Some(i));
+            }
+        }
+    }
 
     const CRAWL: i64 = 1_795_964_400_000; // 2026-11-29 23:00 +08:00
 
