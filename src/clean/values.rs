@@ -430,12 +430,16 @@ fn is_plain_blocks(bytes: &[u8]) -> bool {
         start += BLOCK;
     }
     // At most BLOCK + 1 bytes are left: two blocks of padding hold them and their look-ahead.
+    // Up to BLOCK bytes (most fields: names, places) the second block is padding alone.
     let rest = &bytes[start..];
     let mut padded = [b' '; 2 * BLOCK + 2];
     padded[..rest.len()].copy_from_slice(rest);
     let (first, second) = (&padded[..BLOCK + 2], &padded[BLOCK..]);
-    block_is_plain(first.try_into().expect("BLOCK + 2 bytes"))
-        & block_is_plain(second.try_into().expect("BLOCK + 2 bytes"))
+    let first = block_is_plain(first.try_into().expect("BLOCK + 2 bytes"));
+    if rest.len() <= BLOCK {
+        return first;
+    }
+    first & block_is_plain(second.try_into().expect("BLOCK + 2 bytes"))
 }
 
 /// Bytes [`is_plain_blocks`] checks at once.
