@@ -163,6 +163,18 @@ impl fmt::Display for Location {
     }
 }
 
+/// What a listing or glob on `authority` says of one file or folder.
+fn hdfs_entry(authority: &str, status: &hdfs_native::client::FileStatus) -> FileEntry {
+    FileEntry {
+        location: Location::Hdfs {
+            authority: authority.to_string(),
+            path: normalize_hdfs_path(&status.path),
+        },
+        len: status.length as u64,
+        is_dir: status.isdir,
+    }
+}
+
 fn normalize_hdfs_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len() + 1);
     for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
@@ -316,14 +328,7 @@ impl FileSystems {
                 .list_status(path, recursive)
                 .map_err(|e| hdfs_error("list", location, e))?
                 .into_iter()
-                .map(|st| FileEntry {
-                    location: Location::Hdfs {
-                        authority: authority.clone(),
-                        path: normalize_hdfs_path(&st.path),
-                    },
-                    len: st.length as u64,
-                    is_dir: st.isdir,
-                })
+                .map(|st| hdfs_entry(authority, &st))
                 .collect(),
             Location::Local(p) => {
                 let mut out = Vec::new();
@@ -379,14 +384,7 @@ impl FileSystems {
                 .glob_status(path)
                 .map_err(|e| hdfs_error("glob", pattern, e))?
                 .into_iter()
-                .map(|st| FileEntry {
-                    location: Location::Hdfs {
-                        authority: authority.clone(),
-                        path: normalize_hdfs_path(&st.path),
-                    },
-                    len: st.length as u64,
-                    is_dir: st.isdir,
-                })
+                .map(|st| hdfs_entry(authority, &st))
                 .collect()),
             Location::Local(p) => {
                 let text = p.to_string_lossy();
