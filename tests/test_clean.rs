@@ -379,38 +379,46 @@ fn partitions_larger_than_a_gather_are_complete_sorted_and_counted() {
     assert_eq!(entities["comments"]["dangling"], dangling_comments);
 }
 
+/// The data page versions ("1", "2") of the first column chunk of `part`.
+pub fn page_versions(part: &Path) -> Vec<&'static str> {
+    use parquet::column::page::Page;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(fs::File::open(part).unwrap()).unwrap();
+    let mut pages = reader
+        .get_row_group(0)
+        .unwrap()
+        .get_column_page_reader(0)
+        .unwrap();
+    let mut kinds = Vec::new();
+    while let Some(page) = pages.get_next_page().unwrap() {
+        match page {
+            Page::DataPage { .. } => kinds.push("1"),
+            Page::DataPageV2 { .. } => kinds.push("2"),
+            Page::DictionaryPage { .. } => {}
+        }
+    }
+    kinds
+}
+
 /// `--data-page-version 1` and the default (2) write the same rows, in pages of the version
 /// asked for.
 #[test]
 fn data_page_versions_hold_the_same_rows() {
-    use parquet::column::page::Page;
-    use parquet::file::reader::{FileReader, SerializedFileReader};
     let out = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
     for version in ["1", "2"] {
         let target = out.path().join(version);
-        let run = clean(
-            &sample_dir(),
-            &target,
-            &["--max-reject-ratio", "0.5", "--data-page-version", version],
-        );
-        assert!(run.status.success(), "{}", stderr(&run));
-        let users = target.join("users").join(format!("dt={DATE}"));
-        let part = users.join("part-00000.parquet");
-        let reader = SerializedFileReader::new(fs::File::open(&part).unwrap()).unwrap();
-        let mut pages = reader
-            .get_row_group(0)
-            .unwrap()
-            .get_column_page_reader(0)
-            .unwrap();
-        let mut kinds = Vec::new();
-        while let Some(page) = pages.get_next_page().unwrap() {
-            match page {
-                Page::DataPage { .. } => kinds.push("1"),
-                Page::DataPageV2 { .. } => kinds.push("2"),
-                Page::DictionaryPage { .. } => {}
-            }
+        let mut extra = vec!["--max-reject-ratio", "0.5"];
+        if version == "1" {
+            extra.extend(["--data-page-version", "1"]);
         }
+        let run = clean(&sample_dir(), &target, &extra);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let part = target
+            .join("users")
+            .join(format!("dt={DATE}"))
+            .join("part-00000.parquet");
+        let kinds = page_versions(&part);
         assert!(
             !kinds.is_empty() && kinds.iter().all(|k| *k == version),
             "{kinds:?}"

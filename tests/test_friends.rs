@@ -356,6 +356,40 @@ fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// `--data-page-version 1` and the default (2) write the same pairs and counts, in pages of
+/// the version asked for.
+#[test]
+fn data_page_versions_hold_the_same_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("follows.parquet");
+    write_follows(&input, &random_graph(11, 400, 2_000, 0.3, (1, 1)));
+    let mut outputs = Vec::new();
+    for version in ["1", "2"] {
+        let out = dir.path().join(version);
+        let r = run(bin()
+            .args(["-q", "friends", "--input"])
+            .arg(&input)
+            .arg("--output")
+            .arg(&out)
+            .args(["--date", "2026-11-29", "--data-page-version", version]));
+        assert!(r.status.success(), "{}", stderr(&r));
+        for table in ["friends", "friend_counts"] {
+            let kinds = crate::test_clean::page_versions(
+                &out.join(table).join("dt=2026-11-29/part-00000.parquet"),
+            );
+            assert!(
+                !kinds.is_empty() && kinds.iter().all(|k| *k == version),
+                "{table}: {kinds:?}"
+            );
+        }
+        outputs.push(
+            ["friends", "friend_counts"].map(|t| parquet_rows(&out.join(t).join("dt=2026-11-29"))),
+        );
+    }
+    assert!(!outputs[0][0].is_empty());
+    assert_eq!(outputs[0], outputs[1]);
+}
+
 /// A run that fails half-way (here: `--load` against a gateway nobody listens on) leaves the
 /// previous output untouched and no staged files behind, and exits with the unreachable-HBase
 /// code.

@@ -17,8 +17,8 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 
-use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use super::{Entity, Row};
@@ -120,11 +120,8 @@ pub fn spill_schema(entity: Entity) -> SchemaRef {
 /// dictionary, which would only hash it and overflow; free text also has no min/max
 /// statistics (no reader prunes on a description, and comparing kilobyte strings was 4 % of
 /// the write pass); and zstd's fastest level, which on the 1 GB users bench gives files of
-/// the same size as level 3 and cuts the write pass by ~8 %. Data pages are version 2 unless
-/// `data_page_version` is 1: a version 2 page compresses its values where they were encoded,
-/// where version 1 first copies them behind the levels into a buffer that grows (and then
-/// regrows the compressed one): ~6 % of the 1 GB users run. Text keeps the PLAIN encoding
-/// either way (version 2 would default to DELTA_BYTE_ARRAY).
+/// the same size as level 3 and cuts the write pass by ~8 %. Data pages of
+/// `data_page_version` ([`partition::with_data_page_version`]).
 pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProperties {
     let (distinct_text, free_text): (&[&str], &[&str]) = match entity {
         Entity::Users => (&["screen_name", "description"], &["description"]),
@@ -132,16 +129,10 @@ pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProper
         Entity::Follows => (&[], &[]),
         Entity::Comments | Entity::Reposts => (&["text"], &["text"]),
     };
-    let mut props = partition::typed_properties(&schema(entity))
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(1).expect("valid level"),
-        ))
-        .set_writer_version(if data_page_version == 1 {
-            WriterVersion::PARQUET_1_0
-        } else {
-            WriterVersion::PARQUET_2_0
-        })
-        .set_encoding(Encoding::PLAIN);
+    let mut props = partition::typed_properties(&schema(entity)).set_compression(
+        Compression::ZSTD(ZstdLevel::try_new(1).expect("valid level")),
+    );
+    props = partition::with_data_page_version(props, data_page_version);
     for column in distinct_text {
         props = props.set_column_dictionary_enabled(ColumnPath::from(*column), false);
     }

@@ -1232,6 +1232,7 @@ impl FriendsWriter {
         output: &Location,
         date: &str,
         slice: Slice,
+        data_page_version: u8,
     ) -> Result<FriendsWriter> {
         use crate::partition::{self, writer_properties, ParquetWriter, Staged};
         use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -1265,7 +1266,8 @@ impl FriendsWriter {
         // Each file is encoded on a thread of its own, beside the run that produces it.
         let part = |s: &Staged| s.tmp.join("part-00000.parquet");
         let props = |delta: &[&str], no_stats: &[&str]| {
-            let mut props = writer_properties(false);
+            let mut props =
+                partition::with_data_page_version(writer_properties(false), data_page_version);
             for column in delta {
                 props = props
                     .set_column_encoding(ColumnPath::from(*column), Encoding::DELTA_BINARY_PACKED);
@@ -1378,7 +1380,8 @@ pub fn write_output(
     slice: Slice,
     result: &Friends,
 ) -> Result<Location> {
-    let mut writer = FriendsWriter::create(fs, output, date, slice)?;
+    let mut writer =
+        FriendsWriter::create(fs, output, date, slice, crate::partition::DATA_PAGE_VERSION)?;
     for start in (0..result.uid_a.len()).step_by(SINK_BATCH) {
         let end = (start + SINK_BATCH).min(result.uid_a.len());
         writer.pairs(
