@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT.parent / "shared" / "peers"
 BIN = ROOT / "target" / "release" / "weibo-etl"
 DATE = "2026-11-29"
-WARMUP = 1  # set from --warmup
 
 
 def measured(cmd):
@@ -56,15 +55,15 @@ def median_run(runs):
     return mid
 
 
-def interleaved(ours_cmd, peer_cmd, repeat, before=lambda: None):
+def interleaved(ours_cmd, peer_cmd, repeat, warmup, before=lambda: None):
     """Runs ours and the peer in turn, `repeat` times each, and keeps each side's median run:
     this box drifts by a third from minute to minute, so one pair is a sample, not a ratio.
     A command may be a function of the run's index (runs that need places of their own);
-    each run records its index. `--warmup` pairs run first and are not kept (hyperfine's
+    each run records its index. `warmup` pairs run first and are not kept (hyperfine's
     --warmup): DuckDB's first run after a data set was generated was the slowest of five
     (7.98 s, then 6.08 down to 4.82 s, 2026-12-01 02:20), which measured the box, not DuckDB."""
     command = lambda cmd, i: cmd(i) if callable(cmd) else cmd
-    for w in range(WARMUP):
+    for w in range(warmup):
         before()
         measured(command(ours_cmd, f"w{w}"))
         measured(command(peer_cmd, f"w{w}"))
@@ -133,7 +132,7 @@ def load_against_happybase(out, args, results, clean, single, rows):
                    "--date", DATE, "--tables", "user", "--regions", "8", "--writers", str(args.writers)],
         lambda i: [sys.executable, PEERS / "happybase_load.py", "--parquet", single, "--key", "uid",
                    "--table", f"{ns(i)}:peer_users", "--threads", str(args.writers)],
-        args.repeat)
+        args.repeat, args.warmup)
     ours["mb_per_s"] = json.loads(report(ours["index"]).read_text())["load"]["mb_per_s"]
     peer["mb_per_s"] = json.loads(peer["stdout"].strip().splitlines()[-1])["mb_per_s"]
     results.append({"stage": "load (user table)", "input": f"{rows:,} users, {args.writers} writers",
@@ -195,8 +194,6 @@ def main():
     ap.add_argument("--stages", default="clean,friends,load",
                     help="comma-separated stages to run (clean, friends, load)")
     args = ap.parse_args()
-    global WARMUP
-    WARMUP = args.warmup
     stages = set(args.stages.split(","))
     if not stages <= {"clean", "friends", "load"}:
         sys.exit(f"--stages: unknown stage in {args.stages!r}")
@@ -218,7 +215,7 @@ def main():
         ours, peer = interleaved(
             [BIN, "-q", "clean", "--input", users_csv, "--output", clean_out, "--date", DATE, "--spill-dir", spill],
             [sys.executable, PEERS / "duckdb_clean_csv.py", users_csv, duck_out, "uid"],
-            args.repeat, before=lambda: shutil.rmtree(clean_out, ignore_errors=True))
+            args.repeat, args.warmup, before=lambda: shutil.rmtree(clean_out, ignore_errors=True))
         results.append({"stage": "clean", "input": f"users CSV {mb:.0f} MB", "peer": "duckdb",
                         "ours_s": ours["seconds"], "peer_s": peer["seconds"],
                         "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
@@ -232,7 +229,7 @@ def main():
         ours, peer = interleaved(
             [BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out, "--date", DATE],
             [sys.executable, PEERS / "duckdb_friends.py", f"{follows}/*.parquet", out / "duck-friends.parquet"],
-            args.repeat, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
+            args.repeat, args.warmup, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
         stats = json.loads(report.read_text())["friends"]
         edges = stats["edges_read"]
         peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]

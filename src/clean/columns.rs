@@ -129,10 +129,12 @@ pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProper
         Entity::Follows => (&[], &[]),
         Entity::Comments | Entity::Reposts => (&["text"], &["text"]),
     };
-    let mut props = partition::typed_properties(&schema(entity)).set_compression(
-        Compression::ZSTD(ZstdLevel::try_new(1).expect("valid level")),
+    let mut props = partition::with_data_page_version(
+        partition::typed_properties(&schema(entity)).set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(1).expect("valid level"),
+        )),
+        data_page_version,
     );
-    props = partition::with_data_page_version(props, data_page_version);
     for column in distinct_text {
         props = props.set_column_dictionary_enabled(ColumnPath::from(*column), false);
     }

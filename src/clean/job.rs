@@ -828,18 +828,11 @@ fn write_entity(
     let parts: Vec<(u64, u64, u64, Vec<i64>)> = (0..spill.partitions)
         .into_par_iter()
         .map(|p| -> Result<(u64, u64, u64, Vec<i64>)> {
-            let Some(batches) = spill.load(entity, p)? else {
-                if p == 0 {
-                    let part = dir.join("part-00000.parquet");
-                    partition::write_parquet(
-                        fs,
-                        &part,
-                        columns::schema(entity),
-                        columns::parquet_properties(entity, data_page_version),
-                        None,
-                    )?;
-                }
-                return Ok((0, 0, 0, Vec::new()));
+            // An entity with no rows still gets part 0 (empty, so the schema is there).
+            let batches = match spill.load(entity, p)? {
+                Some(batches) => batches,
+                None if p == 0 => Vec::new(),
+                None => return Ok((0, 0, 0, Vec::new())),
             };
             let total: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
             let winners = dedupe(entity, &batches)?;

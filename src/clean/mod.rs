@@ -127,23 +127,26 @@ impl Entity {
     }
 
     /// Position of a canonical field.
-    pub fn field_index(self, name: &str) -> Option<usize> {
-        self.fields().iter().position(|f| *f == name)
-    }
-
-    /// The position of canonical field `name`, for the cleaning code to look up at compile
-    /// time (`const { Entity::Users.position("uid") }`: no string comparisons per record, and
-    /// a misspelt name does not compile).
-    pub const fn position(self, name: &str) -> usize {
+    pub const fn field_index(self, name: &str) -> Option<usize> {
         let fields = self.fields();
         let mut i = 0;
         while i < fields.len() {
             if same_bytes(fields[i].as_bytes(), name.as_bytes()) {
-                return i;
+                return Some(i);
             }
             i += 1;
         }
-        panic!("not a canonical field of this entity");
+        None
+    }
+
+    /// [`Entity::field_index`] of a field the entity has, for the cleaning code to look up at
+    /// compile time (`const { Entity::Users.position("uid") }`: no string comparisons per
+    /// record, and a misspelt name does not compile).
+    pub const fn position(self, name: &str) -> usize {
+        match self.field_index(name) {
+            Some(i) => i,
+            None => panic!("not a canonical field of this entity"),
+        }
     }
 }
 

@@ -56,11 +56,8 @@ pub struct Args {
     /// (0: spill everything). Peak memory grows by about this much.
     #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::parse_size)]
     spill_memory: u64,
-    /// Parquet data page version of the output: 2 (faster to write; read by DuckDB,
-    /// Arrow/pyarrow, Spark 3, Trino and this toolkit) or 1 (for older readers)
-    #[arg(long, default_value_t = 2, value_name = "1|2",
-          value_parser = clap::value_parser!(u8).range(1..=2))]
-    data_page_version: u8,
+    #[command(flatten)]
+    parquet: super::ParquetArgs,
 }
 
 #[derive(Clone, Debug)]
@@ -100,7 +97,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         max_reject_ratio: args.max_reject_ratio,
         spill_dir: args.spill_dir,
         spill_memory: args.spill_memory,
-        data_page_version: args.data_page_version,
+        data_page_version: args.parquet.data_page_version,
     };
     let mut report = Report::new("clean");
     // Expand once for the progress bar's total; the job expands again (cheap metadata calls).

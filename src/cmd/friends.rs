@@ -57,11 +57,8 @@ pub struct Args {
     /// `user`, and `r:mutual` = 1 on both edges in `follow` and `fans`
     #[arg(long)]
     load: bool,
-    /// Parquet data page version of the output: 2 (faster to write; read by DuckDB,
-    /// Arrow/pyarrow, Spark 3, Trino and this toolkit) or 1 (for older readers)
-    #[arg(long, default_value_t = 2, value_name = "1|2",
-          value_parser = clap::value_parser!(u8).range(1..=2))]
-    data_page_version: u8,
+    #[command(flatten)]
+    parquet: super::ParquetArgs,
     /// Regions a missing table is pre-split into (with --load)
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
@@ -80,8 +77,13 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         let date = args.date.format("%Y-%m-%d").to_string();
         // Rows stream into staged files as partitions finish; nothing is visible until the
         // commit, and a failure leaves nothing behind.
-        let mut writer =
-            FriendsWriter::create(&ctx.fs, &output, &date, slice, args.data_page_version)?;
+        let mut writer = FriendsWriter::create(
+            &ctx.fs,
+            &output,
+            &date,
+            slice,
+            args.parquet.data_page_version,
+        )?;
         let stats = if args.load {
             load_hbase(ctx, &args, slice, &options, &mut writer, &mut report)?
         } else {

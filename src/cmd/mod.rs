@@ -173,7 +173,16 @@ impl Context {
     }
 }
 
-/// `--date` values: a calendar date, `YYYY-MM-DD`.
+/// Options of every job that writes Parquet.
+#[derive(clap::Args, Debug)]
+pub struct ParquetArgs {
+    /// Parquet data page version of the output: 2 (faster to write; read by DuckDB,
+    /// Arrow/pyarrow, Spark 3, Trino and this toolkit) or 1 (for older readers)
+    #[arg(long, value_name = "1|2", default_value_t = weibo_etl::partition::DATA_PAGE_VERSION,
+          value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub data_page_version: u8,
+}
+
 /// A size like `512MiB` or `4G`, for `--memory-budget`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     s.parse::<bytesize::ByteSize>()
@@ -181,6 +190,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("{s:?} is not a size like 512MiB or 4G: {e}"))
 }
 
+/// `--date` values: a calendar date, `YYYY-MM-DD`.
 pub fn parse_date(s: &str) -> Result<chrono::NaiveDate, String> {
     chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
         .map_err(|e| format!("{s:?} is not YYYY-MM-DD: {e}"))

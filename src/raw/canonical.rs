@@ -417,14 +417,7 @@ mod robustness {
     }
 
     fn run_csv(bytes: &[u8]) -> Vec<Item> {
-        let mut out = Vec::new();
-        read_csv(
-            Box::new(io::Cursor::new(bytes.to_vec())),
-            "/raw/posts.csv",
-            &mut |i| out.push(i),
-        )
-        .unwrap();
-        out
+        run_csv_at(bytes, "/raw/posts.csv")
     }
 
     /// Records the csv crate itself sees (minus the header): what `read_csv` must account for.
