@@ -304,6 +304,79 @@ fn equals_duckdb_self_join_on_a_larger_graph() {
     assert_eq!(ours, duck);
 }
 
+/// `((uid_a, uid_b), since)` of one friends file, in file order.
+fn pair_rows(file: &Path) -> Vec<((i64, i64), Option<i64>)> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let a = batch.column(0).as_primitive::<Int64Type>();
+        let b = batch.column(1).as_primitive::<Int64Type>();
+        let since = batch.column(2).as_primitive::<TimestampMillisecondType>();
+        for i in 0..batch.num_rows() {
+            let t = since.is_valid(i).then(|| since.value(i));
+            rows.push(((a.value(i), b.value(i)), t));
+        }
+    }
+    rows
+}
+
+/// A result of many batches, from follows as clean's output holds them (no self-follows,
+/// times in whole seconds: the packing's branch-free path), is dealt to two files; each is
+/// sorted by `(uid_a, uid_b)`, and together they hold exactly the naive answer.
+#[test]
+fn a_large_result_is_two_sorted_files_that_together_are_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("follows.parquet");
+    let graph: Vec<Edge> = random_graph(99, 40_000, 400_000, 0.9, (6_000_000_000, 1))
+        .into_iter()
+        .filter(|e| e.0 != e.1)
+        .map(|(a, b, t)| (a, b, t.filter(|t| *t >= 0).map(|t| t / 1000 * 1000)))
+        .collect();
+    write_follows(&input, &graph);
+    let expected = naive(&graph);
+    assert!(expected.len() > 2 * 65_536, "{} pairs", expected.len());
+
+    let out = dir.path().join("graph");
+    let r = run(bin()
+        .args(["-q", "friends", "--input"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&out)
+        .args(["--date", "2026-11-29"]));
+    assert!(r.status.success(), "{}", stderr(&r));
+    let folder = out.join("friends/dt=2026-11-29");
+    let mut files: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    files.sort();
+    assert_eq!(files, ["part-00000.parquet", "part-00001.parquet"]);
+    let mut union = BTreeMap::new();
+    for name in files {
+        let rows = pair_rows(&folder.join(&name));
+        assert!(rows.len() > 65_536, "{name}: {} rows", rows.len());
+        assert!(
+            rows.windows(2).all(|w| w[0].0 < w[1].0),
+            "{name} is not sorted by (uid_a, uid_b)"
+        );
+        for (pair, since) in rows {
+            assert!(
+                union.insert(pair, since).is_none(),
+                "{pair:?} in both files"
+            );
+        }
+    }
+    assert_eq!(union, expected);
+}
+
 #[test]
 fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
     let dir = tempfile::tempdir().unwrap();

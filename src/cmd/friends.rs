@@ -23,7 +23,8 @@ Examples:
   weibo-etl friends --input ... --output hdfs:///weibo/graph --date 2026-11-29 --partition 2/4
 
 Output layout:
-  <output>/friends/dt=<date>/part-00000.parquet         uid_a < uid_b, since (later follow time)
+  <output>/friends/dt=<date>/part-0000[01].parquet      uid_a < uid_b, since (later follow time);
+                                                        each file sorted by (uid_a, uid_b)
   <output>/friend_counts/dt=<date>/part-00000.parquet   uid, friends
 With --partition i/N each machine writes <output>/friends/dt=<date>/slice=i-of-N/ (and the same
 under friend_counts/). The N slices hold disjoint pair sets: their union (read dt=<date>
