@@ -448,7 +448,7 @@ pub fn run_to(
         let pairs = mutual_in_memory(&input, &metas, &coder, options.slice, &mut stats)?;
         stats.mutual_pairs = pairs.len() as u64;
         let counts = friend_counts(&pairs);
-        stats.users_with_friends += emit(&coder, &pairs, &mut counts.iter(), sink)?;
+        stats.users_with_friends += emit(&coder, &pairs, &mut counts.cursor(), sink)?;
         log::debug!("friends: output handed over, peak {} MB", peak_mb());
     } else {
         mutual_out_of_core(&input, &coder, options, partitions, &mut stats, sink)?;
@@ -474,17 +474,69 @@ enum FriendCounts {
 }
 
 impl FriendCounts {
-    fn iter(&self) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+    /// The counts in code order, a batch at a time.
+    fn cursor(&self) -> CountCursor<'_> {
         match self {
-            FriendCounts::Dense(by_code) => Box::new(
-                by_code
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(code, n)| (code as u64, *n as u64)),
-            ),
-            FriendCounts::SortedEnds(ends) => Box::new(runs_of(ends)),
+            FriendCounts::Dense(by_code) => CountCursor::Dense { by_code, at: 0 },
+            FriendCounts::SortedEnds(ends) => CountCursor::Runs(Box::new(runs_of(ends))),
         }
+    }
+}
+
+/// Where the next batch of friend counts comes from.
+enum CountCursor<'a> {
+    /// Counts indexed by code; `at` is the first code not handed out yet.
+    Dense { by_code: &'a [u32], at: usize },
+    /// `(code, friends)` in code order.
+    Runs(Box<dyn Iterator<Item = (u64, u64)> + 'a>),
+}
+
+impl CountCursor<'_> {
+    /// Up to `max` users with friends and their counts, as ids; empty when none are left.
+    fn next_batch(
+        &mut self,
+        coder: &Coder,
+        uids: &mut Vec<i64>,
+        friends: &mut Vec<u64>,
+        max: usize,
+    ) {
+        uids.clear();
+        friends.clear();
+        match self {
+            CountCursor::Dense { by_code, at } => {
+                // Every code is written and only those with friends are kept (the cursor
+                // moves on `n > 0`): about half the codes have none, at random, and a branch
+                // on it was mispredicted that often.
+                uids.resize(max, 0);
+                friends.resize(max, 0);
+                let mut kept = 0;
+                while *at < by_code.len() && kept < max {
+                    let n = by_code[*at];
+                    uids[kept] = *at as i64;
+                    friends[kept] = n as u64;
+                    kept += (n > 0) as usize;
+                    *at += 1;
+                }
+                uids.truncate(kept);
+                friends.truncate(kept);
+                decode_in_place(coder, uids);
+            }
+            CountCursor::Runs(runs) => {
+                for (code, n) in runs.take(max) {
+                    uids.push(code as i64);
+                    friends.push(n);
+                }
+                decode_in_place(coder, uids);
+            }
+        }
+    }
+}
+
+/// Codes (held as i64) to ids, the coder's kind matched once for the whole slice.
+fn decode_in_place(coder: &Coder, codes: &mut [i64]) {
+    match coder {
+        Coder::Offset(base) => codes.iter_mut().for_each(|c| *c += base),
+        Coder::Dictionary(ids) => codes.iter_mut().for_each(|c| *c = ids[*c as usize]),
     }
 }
 
@@ -516,11 +568,16 @@ fn friend_counts(pairs: &Pairs) -> FriendCounts {
             .par_chunks_mut(step)
             .enumerate()
             .for_each(|(i, counts)| {
-                let (lo, hi) = ((i * step) as u64, (i * step + counts.len()) as u64);
-                for &(pair, _) in pairs.iter() {
-                    for code in [pair >> 32, pair & 0xffff_ffff] {
-                        if (lo..hi).contains(&code) {
-                            counts[(code - lo) as usize] += 1;
+                let (lo, len) = ((i * step) as u64, counts.len() as u64);
+                // Without a branch: half the large ends fall outside this thread's range at
+                // random, and each mispredicted branch cut short the misses the processor
+                // had in flight. An end outside adds 0 to the first counter instead.
+                for list in &pairs.0 {
+                    for &(pair, _) in list {
+                        for code in [pair >> 32, pair & 0xffff_ffff] {
+                            let at = code.wrapping_sub(lo);
+                            let inside = at < len;
+                            counts[if inside { at as usize } else { 0 }] += inside as u32;
                         }
                     }
                 }
@@ -539,11 +596,12 @@ fn friend_counts(pairs: &Pairs) -> FriendCounts {
 fn emit(
     coder: &Coder,
     pairs: &Pairs,
-    counts: &mut dyn Iterator<Item = (u64, u64)>,
+    counts: &mut CountCursor,
     sink: &mut dyn FriendsSink,
 ) -> Result<u64> {
     let mut pair_chunks = pairs.batches(SINK_BATCH);
     let mut users = 0;
+    let (mut uids, mut friends) = (Vec::new(), Vec::new());
     loop {
         let pairs_left = match pair_chunks.next() {
             Some(chunk) => {
@@ -552,43 +610,29 @@ fn emit(
             }
             None => false,
         };
-        match emit_count_batch(coder, counts, sink)? {
-            Some(n) => users += n,
-            None if !pairs_left => return Ok(users),
-            None => {}
+        counts.next_batch(coder, &mut uids, &mut friends, SINK_BATCH);
+        if !uids.is_empty() {
+            sink.counts(&uids, &friends)?;
+            users += uids.len() as u64;
+        } else if !pairs_left {
+            return Ok(users);
         }
     }
 }
 
 fn emit_pair_batch(coder: &Coder, chunk: &[(u64, i64)], sink: &mut dyn FriendsSink) -> Result<()> {
-    let mut a = Vec::with_capacity(chunk.len());
-    let mut b = Vec::with_capacity(chunk.len());
-    let mut since = Vec::with_capacity(chunk.len());
-    for (p, t) in chunk {
-        a.push(coder.decode(p >> 32));
-        b.push(coder.decode(p & 0xffff_ffff));
-        since.push((*t != NO_TIME).then_some(*t));
-    }
+    let mut a: Vec<i64> = chunk.iter().map(|(p, _)| (p >> 32) as i64).collect();
+    let mut b: Vec<i64> = chunk
+        .iter()
+        .map(|(p, _)| (p & 0xffff_ffff) as i64)
+        .collect();
+    decode_in_place(coder, &mut a);
+    decode_in_place(coder, &mut b);
+    let since: Vec<Option<i64>> = chunk
+        .iter()
+        .map(|&(_, t)| (t != NO_TIME).then_some(t))
+        .collect();
     sink.pairs(&a, &b, &since)
-}
-
-/// Hands the next (up to) [`SINK_BATCH`] users' counts to the sink; `None` when none are
-/// left.
-fn emit_count_batch(
-    coder: &Coder,
-    runs: &mut dyn Iterator<Item = (u64, u64)>,
-    sink: &mut dyn FriendsSink,
-) -> Result<Option<u64>> {
-    let (mut uids, mut counts) = (Vec::new(), Vec::new());
-    for (code, n) in runs.take(SINK_BATCH) {
-        uids.push(coder.decode(code));
-        counts.push(n);
-    }
-    if uids.is_empty() {
-        return Ok(None);
-    }
-    sink.counts(&uids, &counts)?;
-    Ok(Some(uids.len() as u64))
 }
 
 fn peak_mb() -> u64 {
@@ -1083,7 +1127,12 @@ fn mutual_out_of_core(
         let pairs = sort_and_scan(&mut edges, &aside, stats);
         stats.mutual_pairs += pairs.len() as u64;
         log::debug!("friends: partition {p} scanned, peak {} MB", peak_mb());
-        emit(coder, &pairs, &mut std::iter::empty(), sink)?;
+        emit(
+            coder,
+            &pairs,
+            &mut CountCursor::Runs(Box::new(std::iter::empty())),
+            sink,
+        )?;
         for (pair, _) in pairs.iter() {
             for code in [pair >> 32, pair & 0xffff_ffff] {
                 grouped[user_partition(code)].extend_from_slice(&code.to_le_bytes());
@@ -1111,7 +1160,8 @@ fn mutual_out_of_core(
         rdst::RadixSort::radix_sort_builder(&mut codes)
             .with_low_mem_tuner()
             .sort();
-        stats.users_with_friends += emit(coder, &Pairs::default(), &mut runs_of(&codes), sink)?;
+        let mut counts = CountCursor::Runs(Box::new(runs_of(&codes)));
+        stats.users_with_friends += emit(coder, &Pairs::default(), &mut counts, sink)?;
     }
     Ok(())
 }
@@ -1639,16 +1689,29 @@ mod tests {
         };
         let pair = |a: u64, b: u64| ((a << 32) | b, NO_TIME);
         // Codes close together: counted in an array.
-        let close = [pair(0, 3), pair(0, 7), pair(3, 7), pair(5, 6)];
-        let counts = friend_counts(&Pairs(vec![close.to_vec()]));
+        // Drained three users at a time, through a coder that adds 100.
+        let drain = |counts: &FriendCounts| {
+            let mut cursor = counts.cursor();
+            let (mut uids, mut friends, mut all) = (vec![], vec![], vec![]);
+            loop {
+                cursor.next_batch(&Coder::Offset(100), &mut uids, &mut friends, 3);
+                if uids.is_empty() {
+                    return all;
+                }
+                assert!(uids.len() <= 3);
+                all.extend(uids.iter().map(|u| (*u as u64 - 100)).zip(friends.clone()));
+            }
+        };
+        let close = [pair(0, 3), pair(0, 7), pair(3, 7), pair(5, 6), pair(6, 9)];
+        let counts = friend_counts(&Pairs(vec![close[..2].to_vec(), close[2..].to_vec()]));
         assert!(matches!(counts, FriendCounts::Dense(_)));
-        assert_eq!(counts.iter().collect::<Vec<_>>(), naive(&close));
+        assert_eq!(drain(&counts), naive(&close));
         // A few pairs among codes millions apart: the ends are sorted instead.
         let far = [pair(2, 9_000_000), pair(9_000_000, 40_000_000), pair(2, 5)];
         let counts = friend_counts(&Pairs(vec![far.to_vec()]));
         assert!(matches!(counts, FriendCounts::SortedEnds(_)));
-        assert_eq!(counts.iter().collect::<Vec<_>>(), naive(&far));
-        assert_eq!(friend_counts(&Pairs::default()).iter().count(), 0);
+        assert_eq!(drain(&counts), naive(&far));
+        assert_eq!(drain(&friend_counts(&Pairs::default())), vec![]);
     }
 
     /// `(key, time code)` of packed edges.
