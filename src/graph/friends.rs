@@ -1699,7 +1699,7 @@ mod tests {
                     return all;
                 }
                 assert!(uids.len() <= 3);
-                all.extend(uids.iter().map(|u| (*u as u64 - 100)).zip(friends.clone()));
+                all.extend(uids.iter().map(|u| *u as u64 - 100).zip(friends.clone()));
             }
         };
         let close = [pair(0, 3), pair(0, 7), pair(3, 7), pair(5, 6), pair(6, 9)];
