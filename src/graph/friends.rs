@@ -451,7 +451,12 @@ pub fn run_to(
         stats.users_with_friends += emit(&coder, &pairs, &mut counts.cursor(), sink)?;
         log::debug!("friends: output handed over, peak {} MB", peak_mb());
     } else {
-        mutual_out_of_core(&input, &coder, options, partitions, &mut stats, sink)?;
+        let codes = match &coder {
+            Coder::Offset(base) => max_id.wrapping_sub(*base) as u64 + 1,
+            Coder::Dictionary(ids) => ids.len() as u64,
+        };
+        let plan = CountPlan::new(codes, edges_read, partitions, options.memory_budget);
+        mutual_out_of_core(&input, &coder, options, partitions, plan, &mut stats, sink)?;
     }
     stats.reciprocity = if stats.distinct_edges > 0 {
         2.0 * stats.mutual_pairs as f64 / stats.distinct_edges as f64
@@ -477,7 +482,11 @@ impl FriendCounts {
     /// The counts in code order, a batch at a time.
     fn cursor(&self) -> CountCursor<'_> {
         match self {
-            FriendCounts::Dense(by_code) => CountCursor::Dense { by_code, at: 0 },
+            FriendCounts::Dense(by_code) => CountCursor::Dense {
+                by_code,
+                at: 0,
+                base: 0,
+            },
             FriendCounts::SortedEnds(ends) => CountCursor::Runs(Box::new(runs_of(ends))),
         }
     }
@@ -485,8 +494,13 @@ impl FriendCounts {
 
 /// Where the next batch of friend counts comes from.
 enum CountCursor<'a> {
-    /// Counts indexed by code; `at` is the first code not handed out yet.
-    Dense { by_code: &'a [u32], at: usize },
+    /// Counts of codes `base..`, indexed from `base`; `at` is the first index not handed
+    /// out yet.
+    Dense {
+        by_code: &'a [u32],
+        at: usize,
+        base: u64,
+    },
     /// `(code, friends)` in code order.
     Runs(Box<dyn Iterator<Item = (u64, u64)> + 'a>),
 }
@@ -503,7 +517,7 @@ impl CountCursor<'_> {
         uids.clear();
         friends.clear();
         match self {
-            CountCursor::Dense { by_code, at } => {
+            CountCursor::Dense { by_code, at, base } => {
                 // Every code is written and only those with friends are kept (the cursor
                 // moves on `n > 0`): about half the codes have none, at random, and a branch
                 // on it was mispredicted that often.
@@ -512,7 +526,7 @@ impl CountCursor<'_> {
                 let mut kept = 0;
                 while *at < by_code.len() && kept < max {
                     let n = by_code[*at];
-                    uids[kept] = *at as i64;
+                    uids[kept] = (*base + *at as u64) as i64;
                     friends[kept] = n as u64;
                     kept += (n > 0) as usize;
                     *at += 1;
@@ -1060,6 +1074,7 @@ fn mutual_out_of_core(
     coder: &Coder,
     options: &FriendsOptions,
     partitions: u32,
+    plan: CountPlan,
     stats: &mut FriendsStats,
     sink: &mut dyn FriendsSink,
 ) -> Result<()> {
@@ -1102,12 +1117,10 @@ fn mutual_out_of_core(
     let aside = aside.seal();
     let ends = Spill::create(
         options.spill_dir.as_deref(),
-        partitions,
+        plan.partitions(),
         options.memory_budget,
     )?;
-    let user_partition =
-        |code: u64| (bucket(code, 0x51_7cc1_b727_220a) % partitions as u64) as usize;
-    let mut grouped: Vec<Vec<u8>> = vec![Vec::new(); partitions as usize];
+    let mut grouped: Vec<Vec<u8>> = vec![Vec::new(); plan.partitions() as usize];
     // One buffer serves every partition: a fresh one each time would leave the allocator
     // holding the last one's pages too.
     let largest = (0..partitions)
@@ -1131,7 +1144,7 @@ fn mutual_out_of_core(
         )?;
         for (pair, _) in pairs.iter() {
             for code in [pair >> 32, pair & 0xffff_ffff] {
-                grouped[user_partition(code)].extend_from_slice(&code.to_le_bytes());
+                plan.spill_end(code, &mut grouped);
             }
         }
         for (q, bytes) in grouped.iter_mut().enumerate() {
@@ -1143,23 +1156,99 @@ fn mutual_out_of_core(
     }
     drop(edges);
     ends.finish()?;
-    let mut codes: Vec<u64> = Vec::new();
-    for q in 0..partitions {
-        codes.clear();
-        codes.extend(
-            ends.read(q)?
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
-        );
-        ends.remove(q)?;
-        // The same radix sort as the edges: about half the time of rayon's pdqsort here.
-        rdst::RadixSort::radix_sort_builder(&mut codes)
-            .with_low_mem_tuner()
-            .sort();
-        let mut counts = CountCursor::Runs(Box::new(runs_of(&codes)));
-        stats.users_with_friends += emit(coder, &Pairs::default(), &mut counts, sink)?;
+    match plan {
+        CountPlan::Ranges { ranges, width } => {
+            let mut by_code: Vec<u32> = Vec::new();
+            for q in 0..ranges {
+                by_code.clear();
+                by_code.resize(width as usize, 0);
+                ends.for_each_chunk(q, 4, &mut |bytes| {
+                    for end in bytes.chunks_exact(4) {
+                        let at = u32::from_le_bytes(end.try_into().expect("4 bytes"));
+                        by_code[at as usize] += 1;
+                    }
+                })?;
+                ends.remove(q)?;
+                let base = q as u64 * width;
+                let mut counts = CountCursor::Dense {
+                    by_code: &by_code,
+                    at: 0,
+                    base,
+                };
+                stats.users_with_friends += emit(coder, &Pairs::default(), &mut counts, sink)?;
+            }
+        }
+        CountPlan::Hashed { partitions } => {
+            let mut codes: Vec<u64> = Vec::new();
+            for q in 0..partitions {
+                codes.clear();
+                ends.for_each_chunk(q, 8, &mut |bytes| {
+                    codes.extend(
+                        bytes
+                            .chunks_exact(8)
+                            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
+                    )
+                })?;
+                ends.remove(q)?;
+                // The same radix sort as the edges: about half the time of rayon's pdqsort.
+                rdst::RadixSort::radix_sort_builder(&mut codes)
+                    .with_low_mem_tuner()
+                    .sort();
+                let mut counts = CountCursor::Runs(Box::new(runs_of(&codes)));
+                stats.users_with_friends += emit(coder, &Pairs::default(), &mut counts, sink)?;
+            }
+        }
     }
     Ok(())
+}
+
+/// How an out-of-core run counts friends per user from the pairs' two ends, spilled as the
+/// pair partitions are scanned, then read back one partition at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CountPlan {
+    /// Codes no sparser than the edges: partitions are ranges of `width` codes, an end is
+    /// stored as its 4-byte offset in its range, and each range is counted in an array of
+    /// `width` counters that fits half the budget. No sort, and the memory does not depend
+    /// on how many ends a range gets.
+    Ranges { ranges: u32, width: u64 },
+    /// Sparse codes (offsets over a wide id span): partitions by hash, each sorted and
+    /// counted in runs.
+    Hashed { partitions: u32 },
+}
+
+impl CountPlan {
+    fn new(codes: u64, edges: u64, partitions: u32, budget: u64) -> CountPlan {
+        if codes > edges.max(1 << 20) {
+            return CountPlan::Hashed { partitions };
+        }
+        let counters = (budget / 2 / 4).max(1 << 10);
+        let ranges = codes.div_ceil(counters).clamp(1, 4096);
+        CountPlan::Ranges {
+            ranges: ranges as u32,
+            width: codes.div_ceil(ranges).max(1),
+        }
+    }
+
+    fn partitions(self) -> u32 {
+        match self {
+            CountPlan::Ranges { ranges, .. } => ranges,
+            CountPlan::Hashed { partitions } => partitions,
+        }
+    }
+
+    /// Appends one pair end to its partition's buffer.
+    fn spill_end(self, code: u64, grouped: &mut [Vec<u8>]) {
+        match self {
+            CountPlan::Ranges { width, .. } => {
+                let (q, at) = (code / width, (code % width) as u32);
+                grouped[q as usize].extend_from_slice(&at.to_le_bytes());
+            }
+            CountPlan::Hashed { partitions } => {
+                let q = bucket(code, 0x51_7cc1_b727_220a) % partitions as u64;
+                grouped[q as usize].extend_from_slice(&code.to_le_bytes());
+            }
+        }
+    }
 }
 
 /// Reusable buffers for spilling batches of edges to their pair partitions.
@@ -1330,13 +1419,29 @@ impl Spill {
             .map_err(|e| self.err(e))
     }
 
-    /// A whole partition, read back.
-    fn read(&self, p: u32) -> Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        File::open(self.path(p))
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|e| self.err(e))?;
-        Ok(bytes)
+    /// A partition read back in pieces of about 1 MB, each a whole number of `record`-byte
+    /// records, so it never sits in memory whole.
+    fn for_each_chunk(&self, p: u32, record: usize, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let mut file = File::open(self.path(p)).map_err(|e| self.err(e))?;
+        let mut buf = vec![0u8; record * ((1 << 20) / record)];
+        loop {
+            let mut filled = 0;
+            while filled < buf.len() {
+                match file.read(&mut buf[filled..]).map_err(|e| self.err(e))? {
+                    0 => break,
+                    n => filled += n,
+                }
+            }
+            if filled % record != 0 {
+                return Err(self.err(std::io::Error::other(format!(
+                    "partition {p}: ends in a partial record"
+                ))));
+            }
+            f(&buf[..filled]);
+            if filled < buf.len() {
+                return Ok(());
+            }
+        }
     }
 
     /// A partition of packed edges, read straight into `edges` (which keeps its allocation
@@ -1820,6 +1925,50 @@ mod tests {
         .err()
         .unwrap();
         assert!(err.to_string().contains("more rows"), "{err}");
+    }
+
+    #[test]
+    fn out_of_core_counts_in_ranges_that_fit_half_the_budget_unless_codes_are_sparse() {
+        // The paper graph under a 16 MiB budget: 7.5 M codes in ranges of 2 M counters.
+        let plan = CountPlan::new(7_489_707, 21_105_470, 16, 16 << 20);
+        assert_eq!(
+            plan,
+            CountPlan::Ranges {
+                ranges: 4,
+                width: 1_872_427
+            }
+        );
+        let CountPlan::Ranges { ranges, width } = plan else {
+            unreachable!()
+        };
+        assert!(width * 4 <= 8 << 20 && ranges as u64 * width >= 7_489_707);
+        // Every end lands in its range at its offset.
+        let mut grouped = vec![Vec::new(); ranges as usize];
+        for code in [0, width - 1, width, 7_489_706] {
+            plan.spill_end(code, &mut grouped);
+        }
+        let offsets = |q: usize| -> Vec<u32> {
+            grouped[q]
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                .collect()
+        };
+        assert_eq!(offsets(0), [0, width as u32 - 1]);
+        assert_eq!(offsets(1), [0]);
+        assert_eq!(offsets(3), [(7_489_706 - 3 * width) as u32]);
+        // Ten-digit ids 40 000 apart: 2^31 codes for 100 k edges are hashed.
+        assert_eq!(
+            CountPlan::new(1 << 31, 100_000, 8, 16 << 20),
+            CountPlan::Hashed { partitions: 8 }
+        );
+        // A tiny budget still counts at least 1024 codes a range.
+        assert_eq!(
+            CountPlan::new(10_000, 50_000, 2, 1),
+            CountPlan::Ranges {
+                ranges: 10,
+                width: 1000
+            }
+        );
     }
 
     #[test]
