@@ -22,7 +22,7 @@ use crate::hdfs::{FileEntry, FileSystems, Location, RandomAccessFile};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 
@@ -352,7 +352,16 @@ pub fn read_parquet_columns(
     columns: &[&str],
     f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
-    let builder = open_parquet(fs, file)?;
+    stream_columns(file, open_parquet(fs, file)?, columns, f)
+}
+
+/// Decodes only the top-level `columns` the file has, in 64 K-row batches.
+fn stream_columns(
+    file: &FileEntry,
+    builder: ParquetRecordBatchReaderBuilder<ParquetFile>,
+    columns: &[&str],
+    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+) -> Result<()> {
     let roots: Vec<usize> = builder
         .schema()
         .fields()
@@ -367,6 +376,69 @@ pub fn read_parquet_columns(
         builder.with_projection(mask).with_batch_size(64 * 1024),
         f,
     )
+}
+
+/// A Parquet file opened once, its footer kept, so that its row groups can be decoded
+/// apart, on as many threads as there are row groups (one large file need not be read by
+/// one thread), without reading the footer again for each.
+#[derive(Clone)]
+pub struct OpenedParquet {
+    file: FileEntry,
+    source: ParquetFile,
+    metadata: ArrowReaderMetadata,
+}
+
+impl OpenedParquet {
+    pub fn open(fs: &FileSystems, file: &FileEntry) -> Result<OpenedParquet> {
+        let source = ParquetFile(Arc::new(fs.open_random(&file.location)?));
+        let metadata = ArrowReaderMetadata::load(&source, Default::default()).map_err(|e| {
+            Error::BadInput {
+                path: file.location.to_string(),
+                line: 0,
+                reason: format!("not a Parquet file: {e}"),
+            }
+        })?;
+        Ok(OpenedParquet {
+            file: file.clone(),
+            source,
+            metadata,
+        })
+    }
+
+    pub fn metadata(&self) -> &parquet::file::metadata::ParquetMetaData {
+        self.metadata.metadata()
+    }
+
+    pub fn location(&self) -> &Location {
+        &self.file.location
+    }
+
+    /// Rows of each row group, from the footer.
+    pub fn row_group_rows(&self) -> Vec<usize> {
+        self.metadata()
+            .row_groups()
+            .iter()
+            .map(|rg| rg.num_rows().max(0) as usize)
+            .collect()
+    }
+
+    /// Streams the top-level `columns` of one row group (or of the whole file when `None`).
+    pub fn read_columns(
+        &self,
+        row_group: Option<usize>,
+        columns: &[&str],
+        f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
+            self.source.clone(),
+            self.metadata.clone(),
+        );
+        let builder = match row_group {
+            Some(i) => builder.with_row_groups(vec![i]),
+            None => builder,
+        };
+        stream_columns(&self.file, builder, columns, f)
+    }
 }
 
 /// Streams the record batches of one Parquet file.

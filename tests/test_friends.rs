@@ -19,8 +19,14 @@ use crate::test_clean::parquet_rows;
 
 type Edge = (i64, i64, Option<i64>);
 
-/// Writes edges as a cleaned-follows Parquet file.
+/// Writes edges as a cleaned-follows Parquet file, in one row group.
 fn write_follows(path: &Path, edges: &[Edge]) {
+    write_follows_in_groups(path, edges, usize::MAX)
+}
+
+/// Writes edges as a cleaned-follows Parquet file in row groups of `rows` (each row group
+/// is a unit of work of its own).
+fn write_follows_in_groups(path: &Path, edges: &[Edge], rows: usize) {
     let schema = Arc::new(Schema::new(vec![
         Field::new("follower", DataType::Int64, false),
         Field::new("followee", DataType::Int64, false),
@@ -43,7 +49,9 @@ fn write_follows(path: &Path, edges: &[Edge]) {
     )
     .unwrap();
     let fs = FileSystems::new(LOCAL_NAMENODE);
-    let props = typed_properties(&schema).build();
+    let props = typed_properties(&schema)
+        .set_max_row_group_row_count(Some(rows.max(1)))
+        .build();
     write_parquet(
         &fs,
         &Location::Local(path.to_path_buf()),
@@ -166,9 +174,10 @@ proptest! {
         let all_ids = || graph.iter().flat_map(|e| [e.0, e.1]);
         let span = all_ids().max().unwrap_or(0) - all_ids().min().unwrap_or(0);
         let dir = tempfile::tempdir().unwrap();
-        // Two files, as two crawl dates would give.
+        // Two files, as two crawl dates would give; one in row groups of 7 rows, each
+        // decoded on its own (and self-follows leave gaps between their edges).
         let (left, right) = graph.split_at(graph.len() / 2);
-        write_follows(&dir.path().join("a.parquet"), left);
+        write_follows_in_groups(&dir.path().join("a.parquet"), left, 7);
         write_follows(&dir.path().join("b.parquet"), right);
         let expected = naive(&graph);
 
@@ -346,7 +355,7 @@ fn a_large_result_is_two_sorted_files_that_together_are_the_answer() {
         .filter(|e| e.0 != e.1)
         .map(|(a, b, t)| (a, b, t.filter(|t| *t >= 0).map(|t| t / 1000 * 1000)))
         .collect();
-    write_follows(&input, &graph);
+    write_follows_in_groups(&input, &graph, 100_000);
     let expected = naive(&graph);
     assert!(expected.len() > 2 * 65_536, "{} pairs", expected.len());
 

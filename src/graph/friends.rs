@@ -34,13 +34,13 @@ use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecond
 use arrow::datatypes::{
     DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMillisecondType,
 };
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
-use crate::partition::{BackgroundParquetWriter, ParquetFile};
+use crate::partition::{BackgroundParquetWriter, OpenedParquet};
 
 /// No follow time known.
 const NO_TIME: i64 = i64::MIN;
@@ -168,27 +168,45 @@ impl EdgeChunk {
 }
 
 /// Reads the follower/followee/followed_at columns of the input Parquet files, chunk by chunk.
+/// Each file is opened once (its footer read once); its row groups are the units of work, so
+/// one large file is decoded on every thread (by file, a single 21 M-edge file was decoded on
+/// one core: 2.2 s against 1.5 s).
 struct Input {
-    fs: FileSystems,
-    files: Vec<FileEntry>,
+    files: Vec<OpenedParquet>,
+    /// Each file's footer, read when it was opened.
+    metas: Vec<FileMeta>,
 }
 
-/// What a file's Parquet footer says: rows, and the id range when statistics are present.
+/// What a file's Parquet footer says: rows per row group, and the id range when statistics
+/// are present.
 struct FileMeta {
     rows: usize,
+    row_groups: Vec<usize>,
     id_range: Option<(i64, i64)>,
 }
 
+/// One row group of one input file: a unit of decoding.
+#[derive(Clone, Copy)]
+struct Part {
+    file: usize,
+    row_group: usize,
+    rows: usize,
+}
+
 impl Input {
-    fn open(&self, file: &FileEntry) -> Result<ParquetRecordBatchReaderBuilder<ParquetFile>> {
-        crate::partition::open_parquet(&self.fs, file)
+    fn open(fs: &FileSystems, files: &[FileEntry]) -> Result<Input> {
+        let files: Vec<OpenedParquet> = files
+            .par_iter()
+            .map(|f| OpenedParquet::open(fs, f))
+            .collect::<Result<_>>()?;
+        let metas = files.iter().map(Input::meta).collect();
+        Ok(Input { files, metas })
     }
 
     /// Rows and id range of a file from its footer alone (the data pages are not read).
-    fn meta(&self, file: &FileEntry) -> Result<FileMeta> {
+    fn meta(file: &OpenedParquet) -> FileMeta {
         use parquet::file::statistics::Statistics;
-        let builder = self.open(file)?;
-        let meta = builder.metadata();
+        let meta = file.metadata();
         let schema = meta.file_metadata().schema_descr();
         let column = |name: &str| schema.columns().iter().position(|c| c.name() == name);
         let mut range: Option<(i64, i64)> = Some((i64::MAX, i64::MIN));
@@ -206,17 +224,43 @@ impl Input {
                 }
             }
         }
-        Ok(FileMeta {
+        FileMeta {
             rows: meta.file_metadata().num_rows().max(0) as usize,
+            row_groups: file.row_group_rows(),
             id_range: range.filter(|(a, b)| a <= b),
-        })
+        }
     }
 
-    /// Decodes follower/followee (and followed_at when `times`), chunk by chunk. Without
-    /// times the widest column is not decompressed at all.
-    fn file_columns(
+    /// Every row group of every file, in file order.
+    fn parts(&self) -> Vec<Part> {
+        self.metas
+            .iter()
+            .enumerate()
+            .flat_map(|(file, m)| {
+                m.row_groups
+                    .iter()
+                    .enumerate()
+                    .map(move |(row_group, &rows)| Part {
+                        file,
+                        row_group,
+                        rows,
+                    })
+            })
+            .collect()
+    }
+
+    /// Where a part comes from, for messages.
+    fn location(&self, part: Part) -> &Location {
+        self.files[part.file].location()
+    }
+
+    /// Decodes follower/followee (and followed_at when `times`) of one row group (or of a
+    /// whole file when `row_group` is `None`), chunk by chunk. Without times the widest
+    /// column is not decompressed at all.
+    fn columns(
         &self,
-        file: &FileEntry,
+        file: usize,
+        row_group: Option<usize>,
         times: bool,
         f: &mut dyn FnMut(EdgeChunk) -> Result<()>,
     ) -> Result<()> {
@@ -225,8 +269,9 @@ impl Input {
         } else {
             &["follower", "followee"]
         };
-        crate::partition::read_parquet_columns(&self.fs, file, names, &mut |batch| {
-            f(chunk_from_batch(batch, &file.location)?)
+        let file = &self.files[file];
+        file.read_columns(row_group, names, &mut |batch| {
+            f(chunk_from_batch(batch, file.location())?)
         })
     }
 }
@@ -373,28 +418,21 @@ pub fn run_to(
                 .is_some_and(|n| n.ends_with(".parquet"))
         })
         .collect();
-    let input = Input {
-        fs: fs.clone(),
-        files,
-    };
+    let input = Input::open(fs, &files)?;
 
     // Pass 1: how many edges and the id range, from the Parquet footers when they carry
     // statistics (ours do); files without them are scanned.
-    let metas: Vec<FileMeta> = input
-        .files
-        .par_iter()
-        .map(|f| input.meta(f))
-        .collect::<Result<_>>()?;
+    let metas = &input.metas;
     let edges_read: u64 = metas.iter().map(|m| m.rows as u64).sum();
     let mut max_id = 0i64;
     let mut min_id = i64::MAX;
-    for (file, meta) in input.files.iter().zip(&metas) {
+    for (file, meta) in metas.iter().enumerate() {
         match meta.id_range {
             Some((lo, hi)) => {
                 min_id = min_id.min(lo);
                 max_id = max_id.max(hi);
             }
-            None => input.file_columns(file, false, &mut |c| {
+            None => input.columns(file, None, false, &mut |c| {
                 for &id in c.follower.values().iter().chain(c.followee.values()) {
                     min_id = min_id.min(id);
                     max_id = max_id.max(id);
@@ -445,7 +483,7 @@ pub fn run_to(
         ..FriendsStats::default()
     };
     if partitions == 1 {
-        let pairs = mutual_in_memory(&input, &metas, &coder, options.slice, &mut stats)?;
+        let pairs = mutual_in_memory(&input, &coder, options.slice, &mut stats)?;
         stats.mutual_pairs = pairs.len() as u64;
         let counts = friend_counts(&pairs);
         stats.users_with_friends += emit(&coder, &pairs, &mut counts.cursor(), sink)?;
@@ -1000,31 +1038,30 @@ fn scan_chunk(edges: &[PackedEdge], aside: &AsideTimes) -> ChunkScan {
 /// one decode of the input, no join for the follow times.
 fn mutual_in_memory(
     input: &Input,
-    metas: &[FileMeta],
     coder: &Coder,
     slice: Slice,
     stats: &mut FriendsStats,
 ) -> Result<Pairs> {
     let started = std::time::Instant::now();
-    let total: usize = metas.iter().map(|m| m.rows).sum();
+    let parts = input.parts();
+    let total: usize = parts.iter().map(|p| p.rows).sum();
     let mut array = EdgeArray::new(total)?;
     let cells = array.as_mut_slice();
-    let mut slots: Vec<&mut [PackedEdge]> = Vec::with_capacity(metas.len());
+    let mut slots: Vec<&mut [PackedEdge]> = Vec::with_capacity(parts.len());
     let mut rest = &mut *cells;
-    for m in metas {
-        let (head, tail) = rest.split_at_mut(m.rows);
+    for part in &parts {
+        let (head, tail) = rest.split_at_mut(part.rows);
         slots.push(head);
         rest = tail;
     }
-    let filled: Vec<FilePacked> = input
-        .files
+    let filled: Vec<FilePacked> = parts
         .par_iter()
         .zip(slots)
-        .map(|(file, slot)| {
+        .map(|(&part, slot)| {
             let (mut n, mut selfs, mut aside) = (0usize, 0u64, Vec::new());
-            input.file_columns(file, true, &mut |c| {
-                let packed =
-                    pack_into(coder, slice, &file.location, &c, &mut aside, &mut slot[n..])?;
+            let source = input.location(part);
+            input.columns(part.file, Some(part.row_group), true, &mut |c| {
+                let packed = pack_into(coder, slice, source, &c, &mut aside, &mut slot[n..])?;
                 n += packed.edges;
                 selfs += packed.self_edges;
                 Ok(())
@@ -1036,15 +1073,15 @@ fn mutual_in_memory(
             })
         })
         .collect::<Result<_>>()?;
-    // Close the gaps left by filtered rows (and by rows a footer announced but the file did
-    // not hold): file i's edges are its slot's first `edges` cells.
+    // Close the gaps left by filtered rows (and by rows a footer announced but the row group
+    // did not hold): part i's edges are its slot's first `edges` cells.
     let (mut write, mut read) = (0usize, 0usize);
     let mut aside = AsideTimes::default();
     let cells = array.as_mut_slice();
-    for (file, m) in filled.into_iter().zip(metas) {
+    for (file, part) in filled.into_iter().zip(&parts) {
         cells.copy_within(read..read + file.edges, write);
         write += file.edges;
-        read += m.rows;
+        read += part.rows;
         stats.self_edges += file.self_edges;
         aside.0.extend(file.aside);
     }
@@ -1084,28 +1121,29 @@ fn mutual_out_of_core(
         options.memory_budget,
     )?;
     let filled: Vec<FilePacked> = input
-        .files
-        .par_iter()
-        .map(|file| {
-            let (mut edges, mut selfs, mut aside) = (0usize, 0u64, Vec::new());
-            let mut batch: Vec<PackedEdge> = Vec::new();
-            let mut scatter = Scatter::default();
-            input.file_columns(file, true, &mut |c| {
-                batch.clear();
-                batch.resize(c.len(), PackedEdge::default());
-                let source = &file.location;
-                let packed = pack_into(coder, options.slice, source, &c, &mut aside, &mut batch)?;
-                batch.truncate(packed.edges);
-                selfs += packed.self_edges;
-                edges += batch.len();
-                scatter.spill(&spill, &batch)
-            })?;
-            Ok(FilePacked {
-                edges,
-                self_edges: selfs,
-                aside,
-            })
-        })
+        .parts()
+        .into_par_iter()
+        .map_init(
+            || (Vec::new(), Scatter::default()),
+            |(batch, scatter), part| {
+                let (mut edges, mut selfs, mut aside) = (0usize, 0u64, Vec::new());
+                let source = input.location(part);
+                input.columns(part.file, Some(part.row_group), true, &mut |c| {
+                    batch.clear();
+                    batch.resize(c.len(), PackedEdge::default());
+                    let packed = pack_into(coder, options.slice, source, &c, &mut aside, batch)?;
+                    batch.truncate(packed.edges);
+                    selfs += packed.self_edges;
+                    edges += batch.len();
+                    scatter.spill(&spill, batch)
+                })?;
+                Ok(FilePacked {
+                    edges,
+                    self_edges: selfs,
+                    aside,
+                })
+            },
+        )
         .collect::<Result<_>>()?;
     spill.finish()?;
     log::debug!("friends: edges spilled, peak {} MB", peak_mb());
@@ -1346,8 +1384,8 @@ fn build_dictionary(input: &Input) -> Result<Vec<i64>> {
         *ids = merged;
         pending.clear();
     };
-    for file in &input.files {
-        input.file_columns(file, false, &mut |c| {
+    for file in 0..input.files.len() {
+        input.columns(file, None, false, &mut |c| {
             pending.extend_from_slice(c.follower.values());
             pending.extend_from_slice(c.followee.values());
             if pending.len() >= 4 << 20 {
