@@ -393,6 +393,94 @@ fn a_large_result_is_two_sorted_files_that_together_are_the_answer() {
     assert_eq!(union, expected);
 }
 
+/// Follow times in any timestamp unit (DuckDB and Spark write microseconds) give the same
+/// `since` as milliseconds; a `followed_at` that is no timestamp fails, naming the file.
+#[test]
+fn follow_times_in_any_unit_give_the_same_since() {
+    use arrow::array::{
+        ArrayRef, StringArray, TimestampMicrosecondArray, TimestampNanosecondArray,
+        TimestampSecondArray,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Whole seconds, so every unit holds them exactly.
+    let graph: Vec<Edge> = random_graph(5, 300, 3_000, 0.5, (1, 1))
+        .into_iter()
+        .map(|(a, b, t)| (a, b, t.filter(|t| *t >= 0).map(|t| t / 1000 * 1000)))
+        .collect();
+    let expected = naive(&graph);
+    assert!(expected.values().filter(|s| s.is_some()).count() > 100);
+    let times = |scale: i64| graph.iter().map(move |e| e.2.map(|t| t / 1000 * scale));
+    let columns: [(&str, ArrayRef); 4] = [
+        (
+            "ms",
+            Arc::new(TimestampMillisecondArray::from_iter(times(1000))),
+        ),
+        (
+            "s",
+            Arc::new(TimestampSecondArray::from_iter(times(1)).with_timezone("UTC")),
+        ),
+        (
+            "us",
+            Arc::new(TimestampMicrosecondArray::from_iter(times(1_000_000)).with_timezone("UTC")),
+        ),
+        (
+            "ns",
+            Arc::new(TimestampNanosecondArray::from_iter(times(1_000_000_000))),
+        ),
+    ];
+    let write = |name: &str, followed_at: ArrayRef| {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("follower", DataType::Int64, false),
+            Field::new("followee", DataType::Int64, false),
+            Field::new("followed_at", followed_at.data_type().clone(), true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(graph.iter().map(|e| e.0))),
+                Arc::new(Int64Array::from_iter_values(graph.iter().map(|e| e.1))),
+                followed_at,
+            ],
+        )
+        .unwrap();
+        let folder = dir.path().join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        let fs = FileSystems::new(LOCAL_NAMENODE);
+        let props = typed_properties(&schema).build();
+        let file = Location::Local(folder.join("f.parquet"));
+        write_parquet(&fs, &file, schema, props, Some(&batch)).unwrap();
+        folder
+    };
+    for (unit, column) in columns {
+        let folder = write(unit, column);
+        assert_eq!(
+            as_map(&compute(&folder, 1 << 30, Slice::ALL)),
+            expected,
+            "followed_at in {unit}"
+        );
+    }
+    let folder = write(
+        "text",
+        Arc::new(StringArray::from_iter_values(
+            graph.iter().map(|_| "2026-11-29"),
+        )),
+    );
+    let fs = FileSystems::new(LOCAL_NAMENODE);
+    let options = FriendsOptions {
+        memory_budget: 1 << 30,
+        slice: Slice::ALL,
+        spill_dir: None,
+    };
+    let err = friends::run(&fs, &[folder.to_string_lossy().into_owned()], &options)
+        .err()
+        .expect("a text followed_at is refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("f.parquet") && message.contains("not a timestamp"),
+        "{message}"
+    );
+}
+
 #[test]
 fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
     let dir = tempfile::tempdir().unwrap();

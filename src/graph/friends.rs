@@ -299,11 +299,35 @@ fn chunk_from_batch(batch: &RecordBatch, path: &Location) -> Result<EdgeChunk> {
     Ok(EdgeChunk {
         follower: ids("follower")?,
         followee: ids("followee")?,
-        time: batch
-            .column_by_name("followed_at")
-            .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>())
-            .cloned(),
+        time: follow_times(batch, path)?,
     })
+}
+
+/// The follow times of a batch in milliseconds. Ours are stored in milliseconds; DuckDB and
+/// Spark write microseconds, others seconds or nanoseconds: any timestamp unit is converted
+/// (finer ones truncated to the millisecond), so no input loses its times silently. A
+/// `followed_at` that is not a timestamp is an error; no such column means no times.
+fn follow_times(batch: &RecordBatch, path: &Location) -> Result<Option<TimestampMillisecondArray>> {
+    let Some(column) = batch.column_by_name("followed_at") else {
+        return Ok(None);
+    };
+    if let Some(ms) = column.as_primitive_opt::<TimestampMillisecondType>() {
+        return Ok(Some(ms.clone()));
+    }
+    let bad = |reason: String| Error::BadInput {
+        path: path.to_string(),
+        line: 0,
+        reason,
+    };
+    if !matches!(column.data_type(), DataType::Timestamp(..)) {
+        return Err(bad(format!(
+            "followed_at is {}, not a timestamp",
+            column.data_type()
+        )));
+    }
+    let ms = arrow::compute::cast(column, &DataType::Timestamp(TimeUnit::Millisecond, None))
+        .map_err(|e| bad(format!("followed_at: {e}")))?;
+    Ok(ms.as_primitive_opt::<TimestampMillisecondType>().cloned())
 }
 
 /// Mutual pairs of edges held in memory (ids below 2^31), found exactly as the in-memory job
