@@ -472,8 +472,7 @@ fn follow_times_in_any_unit_give_the_same_since() {
         spill_dir: None,
     };
     let err = friends::run(&fs, &[folder.to_string_lossy().into_owned()], &options)
-        .err()
-        .expect("a text followed_at is refused");
+        .expect_err("a text followed_at is refused");
     let message = err.to_string();
     assert!(
         message.contains("f.parquet") && message.contains("not a timestamp"),
