@@ -47,6 +47,22 @@ def measured(cmd):
     return out
 
 
+def shuffled_follows(out, follows):
+    """The follows as one Parquet file in a fixed pseudo-random order, written by DuckDB (made
+    once, then reused)."""
+    # follows is <data>/follows-<preset>-clean/follows/dt=<date>
+    target = follows.parents[1].with_name(follows.parents[1].name + "-shuffled") / "follows.parquet"
+    if not target.exists():
+        import duckdb
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".tmp")
+        duckdb.connect().execute(
+            f"COPY (SELECT follower, followee, followed_at FROM read_parquet('{follows}/*.parquet') "
+            f"ORDER BY hash(follower, followee)) TO '{tmp}' (FORMAT parquet)")
+        tmp.rename(target)
+    return target
+
+
 def median_run(runs):
     """The run of median time (its own RSS), with every time kept for the record."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
@@ -256,6 +272,25 @@ def main():
                         "ours_all_s": ooc["all_seconds"], "peer_all_s": peer["all_seconds"],
                         "ours_rss_mb": ooc["rss_mb"], "peer_rss_mb": peer["rss_mb"],
                         "pairs": ooc_stats["mutual_pairs"]})
+
+        # friends on the same edges as one file in random order, written by DuckDB (its row
+        # groups, microsecond times): the spec's measurement (a synthetic graph, Parquet in)
+        # and what arrives from other tools, where ours above is sorted and split in parts.
+        shuffled = shuffled_follows(out, follows)
+        ours, peer = interleaved(
+            [BIN, "-q", "--report", report, "friends", "--input", shuffled.parent, "--output", fr_out,
+             "--date", DATE],
+            [sys.executable, PEERS / "duckdb_friends.py", shuffled, out / "duck-friends.parquet"],
+            args.repeat, args.warmup, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
+        shuffled_stats = json.loads(report.read_text())["friends"]
+        peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
+        if (peer_pairs, shuffled_stats["mutual_pairs"]) != (stats["mutual_pairs"],) * 2:
+            sys.exit(f"pair counts differ: ours {shuffled_stats['mutual_pairs']}, duckdb {peer_pairs}")
+        results.append({"stage": "friends (one shuffled file)", "input": f"{edges:,} edges, DuckDB-written",
+                        "peer": "duckdb", "ours_s": ours["seconds"], "peer_s": peer["seconds"],
+                        "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
+                        "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"],
+                        "pairs": shuffled_stats["mutual_pairs"]})
 
     if "load" in stages:
         # load: the same users Parquet into HBase through the same Thrift server

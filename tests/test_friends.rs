@@ -393,14 +393,16 @@ fn a_large_result_is_two_sorted_files_that_together_are_the_answer() {
     assert_eq!(union, expected);
 }
 
-/// Follow times in any timestamp unit (DuckDB and Spark write microseconds) give the same
-/// `since` as milliseconds; a `followed_at` that is no timestamp fails, naming the file.
+/// Follows as other tools write them: follow times in any timestamp unit (DuckDB and Spark
+/// write microseconds) and pages in any common codec (DuckDB and Spark write Snappy) give
+/// the same pairs and `since`; a `followed_at` that is no timestamp fails, naming the file.
 #[test]
-fn follow_times_in_any_unit_give_the_same_since() {
+fn follows_from_other_writers_any_time_unit_and_codec() {
     use arrow::array::{
         ArrayRef, StringArray, TimestampMicrosecondArray, TimestampNanosecondArray,
         TimestampSecondArray,
     };
+    use parquet::basic::{Compression, GzipLevel};
     let dir = tempfile::tempdir().unwrap();
     // Whole seconds, so every unit holds them exactly.
     let graph: Vec<Edge> = random_graph(5, 300, 3_000, 0.5, (1, 1))
@@ -410,25 +412,29 @@ fn follow_times_in_any_unit_give_the_same_since() {
     let expected = naive(&graph);
     assert!(expected.values().filter(|s| s.is_some()).count() > 100);
     let times = |scale: i64| graph.iter().map(move |e| e.2.map(|t| t / 1000 * scale));
-    let columns: [(&str, ArrayRef); 4] = [
+    let columns: [(&str, ArrayRef, Compression); 4] = [
         (
             "ms",
             Arc::new(TimestampMillisecondArray::from_iter(times(1000))),
+            Compression::SNAPPY,
         ),
         (
             "s",
             Arc::new(TimestampSecondArray::from_iter(times(1)).with_timezone("UTC")),
+            Compression::GZIP(GzipLevel::default()),
         ),
         (
             "us",
             Arc::new(TimestampMicrosecondArray::from_iter(times(1_000_000)).with_timezone("UTC")),
+            Compression::LZ4_RAW,
         ),
         (
             "ns",
             Arc::new(TimestampNanosecondArray::from_iter(times(1_000_000_000))),
+            Compression::UNCOMPRESSED,
         ),
     ];
-    let write = |name: &str, followed_at: ArrayRef| {
+    let write = |name: &str, followed_at: ArrayRef, codec: Compression| {
         let schema = Arc::new(Schema::new(vec![
             Field::new("follower", DataType::Int64, false),
             Field::new("followee", DataType::Int64, false),
@@ -446,13 +452,13 @@ fn follow_times_in_any_unit_give_the_same_since() {
         let folder = dir.path().join(name);
         std::fs::create_dir_all(&folder).unwrap();
         let fs = FileSystems::new(LOCAL_NAMENODE);
-        let props = typed_properties(&schema).build();
+        let props = typed_properties(&schema).set_compression(codec).build();
         let file = Location::Local(folder.join("f.parquet"));
         write_parquet(&fs, &file, schema, props, Some(&batch)).unwrap();
         folder
     };
-    for (unit, column) in columns {
-        let folder = write(unit, column);
+    for (unit, column, codec) in columns {
+        let folder = write(unit, column, codec);
         assert_eq!(
             as_map(&compute(&folder, 1 << 30, Slice::ALL)),
             expected,
@@ -464,6 +470,7 @@ fn follow_times_in_any_unit_give_the_same_since() {
         Arc::new(StringArray::from_iter_values(
             graph.iter().map(|_| "2026-11-29"),
         )),
+        Compression::SNAPPY,
     );
     let fs = FileSystems::new(LOCAL_NAMENODE);
     let options = FriendsOptions {
