@@ -487,6 +487,65 @@ fn follows_from_other_writers_any_time_unit_and_codec() {
     );
 }
 
+/// Ids kept in narrower or unsigned integers by other writers give the same pairs; an
+/// unsigned id beyond int64 is refused, naming the file, rather than wrapped.
+#[test]
+fn ids_in_other_integer_types_give_the_same_pairs() {
+    use arrow::array::{ArrayRef, Int32Array, UInt32Array, UInt64Array};
+    let dir = tempfile::tempdir().unwrap();
+    let graph = random_graph(8, 400, 3_000, 0.5, (1_000_000, 3));
+    let expected = naive(&graph);
+    assert!(expected.len() > 100);
+    let write = |name: &str, follower: ArrayRef, followee: ArrayRef| {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("follower", follower.data_type().clone(), false),
+            Field::new("followee", followee.data_type().clone(), false),
+        ]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![follower, followee]).unwrap();
+        let folder = dir.path().join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        let fs = FileSystems::new(LOCAL_NAMENODE);
+        let props = typed_properties(&schema).build();
+        let file = Location::Local(folder.join("f.parquet"));
+        write_parquet(&fs, &file, schema, props, Some(&batch)).unwrap();
+        folder
+    };
+    let ids = |f: fn(&Edge) -> i64| graph.iter().map(f).collect::<Vec<i64>>();
+    let (from, to) = (ids(|e| e.0), ids(|e| e.1));
+    let int32 = write(
+        "int32",
+        Arc::new(Int32Array::from_iter_values(from.iter().map(|&i| i as i32))),
+        Arc::new(Int32Array::from_iter_values(to.iter().map(|&i| i as i32))),
+    );
+    let uint32 = write(
+        "uint32",
+        Arc::new(UInt32Array::from_iter_values(
+            from.iter().map(|&i| i as u32),
+        )),
+        Arc::new(UInt32Array::from_iter_values(to.iter().map(|&i| i as u32))),
+    );
+    for folder in [int32, uint32] {
+        let pairs: BTreeSet<(i64, i64)> = as_map(&compute(&folder, 1 << 30, Slice::ALL))
+            .into_keys()
+            .collect();
+        assert_eq!(pairs, expected.keys().copied().collect(), "{folder:?}");
+    }
+    let huge = write(
+        "uint64",
+        Arc::new(UInt64Array::from_iter_values([1, u64::MAX])),
+        Arc::new(UInt64Array::from_iter_values([u64::MAX, 1])),
+    );
+    let fs = FileSystems::new(LOCAL_NAMENODE);
+    let options = FriendsOptions {
+        memory_budget: 1 << 30,
+        slice: Slice::ALL,
+        spill_dir: None,
+    };
+    let err = friends::run(&fs, &[huge.to_string_lossy().into_owned()], &options)
+        .expect_err("an id beyond int64 is refused");
+    assert!(err.to_string().contains("f.parquet"), "{err}");
+}
+
 #[test]
 fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
     let dir = tempfile::tempdir().unwrap();

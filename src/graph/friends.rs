@@ -280,10 +280,29 @@ fn chunk_from_batch(batch: &RecordBatch, path: &Location) -> Result<EdgeChunk> {
     let missing = |name: &str| Error::BadInput {
         path: path.to_string(),
         line: 0,
-        reason: format!("follows Parquet lacks an int64 column {name:?}"),
+        reason: format!("follows Parquet lacks an integer column {name:?}"),
     };
     let ids = |name: &str| -> Result<Int64Array> {
         let col = batch.column_by_name(name).ok_or_else(|| missing(name))?;
+        // Other writers may keep ids in narrower or unsigned integers: widened to int64
+        // (a u64 beyond i64 fails the cast, and is reported, rather than wrapping).
+        let widened;
+        let col =
+            if col.data_type().is_integer() && col.data_type() != &DataType::Int64 {
+                let strict = arrow::compute::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                widened = arrow::compute::cast_with_options(col, &DataType::Int64, &strict)
+                    .map_err(|e| Error::BadInput {
+                        path: path.to_string(),
+                        line: 0,
+                        reason: format!("{name:?}: {e}"),
+                    })?;
+                &widened
+            } else {
+                col
+            };
         let arr = col
             .as_primitive_opt::<Int64Type>()
             .ok_or_else(|| missing(name))?;
