@@ -63,6 +63,27 @@ def shuffled_follows(out, follows):
     return target
 
 
+def side_by_side(ours, peer):
+    """The fields every result row has: each side's median seconds, every run, peak RSS."""
+    return {"ours_s": ours["seconds"], "peer_s": peer["seconds"],
+            "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
+            "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]}
+
+
+def friends_vs_duckdb(args, out, ours_input, peer_input, fr_out, report, expect_pairs=None):
+    """friends and the DuckDB self-join on the same follows, interleaved; both must find the
+    same number of pairs (and `expect_pairs`, when given). Returns both medians and our report."""
+    ours, peer = interleaved(
+        [BIN, "-q", "--report", report, "friends", "--input", ours_input, "--output", fr_out, "--date", DATE],
+        [sys.executable, PEERS / "duckdb_friends.py", peer_input, out / "duck-friends.parquet"],
+        args.repeat, args.warmup, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
+    stats = json.loads(report.read_text())["friends"]
+    peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
+    if peer_pairs != stats["mutual_pairs"] or expect_pairs not in (None, peer_pairs):
+        sys.exit(f"pair counts differ: ours {stats['mutual_pairs']}, duckdb {peer_pairs}, expected {expect_pairs}")
+    return ours, peer, stats
+
+
 def median_run(runs):
     """The run of median time (its own RSS), with every time kept for the record."""
     ordered = sorted(runs, key=lambda r: r["seconds"])
@@ -152,12 +173,9 @@ def load_against_happybase(out, args, results, clean, single, rows):
     ours["mb_per_s"] = json.loads(report(ours["index"]).read_text())["load"]["mb_per_s"]
     peer["mb_per_s"] = json.loads(peer["stdout"].strip().splitlines()[-1])["mb_per_s"]
     results.append({"stage": "load (user table)", "input": f"{rows:,} users, {args.writers} writers",
-                    "peer": "happybase",
-                    "ours_s": ours["seconds"], "peer_s": peer["seconds"],
-                    "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
+                    "peer": "happybase", **side_by_side(ours, peer),
                     "ours_rows_s": rows / ours["seconds"], "peer_rows_s": rows / peer["seconds"],
-                    "ours_mb_s": ours["mb_per_s"], "peer_mb_s": peer["mb_per_s"],
-                    "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
+                    "ours_mb_s": ours["mb_per_s"], "peer_mb_s": peer["mb_per_s"]})
     anchor = java_anchor(out, args, single, f"bench{stamp}r0:anchor_users")
     if anchor:
         results[-1]["anchor"] = anchor
@@ -233,29 +251,17 @@ def main():
             [sys.executable, PEERS / "duckdb_clean_csv.py", users_csv, duck_out, "uid"],
             args.repeat, args.warmup, before=lambda: shutil.rmtree(clean_out, ignore_errors=True))
         results.append({"stage": "clean", "input": f"users CSV {mb:.0f} MB", "peer": "duckdb",
-                        "ours_s": ours["seconds"], "peer_s": peer["seconds"],
-                        "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
-                        "ours_mb_s": mb / ours["seconds"], "peer_mb_s": mb / peer["seconds"],
-                        "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"]})
+                        **side_by_side(ours, peer),
+                        "ours_mb_s": mb / ours["seconds"], "peer_mb_s": mb / peer["seconds"]})
 
     if "friends" in stages:
         # friends: follows Parquet -> mutual pairs Parquet
         fr_out = out / "friends-out"
         report = out / "friends-report.json"
-        ours, peer = interleaved(
-            [BIN, "-q", "--report", report, "friends", "--input", follows, "--output", fr_out, "--date", DATE],
-            [sys.executable, PEERS / "duckdb_friends.py", f"{follows}/*.parquet", out / "duck-friends.parquet"],
-            args.repeat, args.warmup, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
-        stats = json.loads(report.read_text())["friends"]
+        ours, peer, stats = friends_vs_duckdb(args, out, follows, f"{follows}/*.parquet", fr_out, report)
         edges = stats["edges_read"]
-        peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
-        if peer_pairs != stats["mutual_pairs"]:
-            sys.exit(f"pair counts differ: ours {stats['mutual_pairs']}, duckdb {peer_pairs}")
         results.append({"stage": "friends", "input": f"{edges:,} follow edges", "peer": "duckdb",
-                        "ours_s": ours["seconds"], "peer_s": peer["seconds"],
-                        "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
-                        "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"],
-                        "pairs": stats["mutual_pairs"]})
+                        **side_by_side(ours, peer), "pairs": stats["mutual_pairs"]})
 
         # friends out of core: a memory budget of a tenth of the packed edges
         budget = max(edges * 8 // 10, 1 << 20)
@@ -268,29 +274,16 @@ def main():
         ooc_stats = json.loads(report.read_text())["friends"]
         results.append({"stage": "friends (out of core)", "input": f"budget {budget / 2**20:.0f} MiB, "
                         f"{ooc_stats['partitions']} partitions", "peer": "duckdb",
-                        "ours_s": ooc["seconds"], "peer_s": peer["seconds"],
-                        "ours_all_s": ooc["all_seconds"], "peer_all_s": peer["all_seconds"],
-                        "ours_rss_mb": ooc["rss_mb"], "peer_rss_mb": peer["rss_mb"],
-                        "pairs": ooc_stats["mutual_pairs"]})
+                        **side_by_side(ooc, peer), "pairs": ooc_stats["mutual_pairs"]})
 
         # friends on the same edges as one file in random order, written by DuckDB (its row
         # groups, microsecond times): the spec's measurement (a synthetic graph, Parquet in)
         # and what arrives from other tools, where ours above is sorted and split in parts.
         shuffled = shuffled_follows(out, follows)
-        ours, peer = interleaved(
-            [BIN, "-q", "--report", report, "friends", "--input", shuffled.parent, "--output", fr_out,
-             "--date", DATE],
-            [sys.executable, PEERS / "duckdb_friends.py", shuffled, out / "duck-friends.parquet"],
-            args.repeat, args.warmup, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
-        shuffled_stats = json.loads(report.read_text())["friends"]
-        peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]
-        if (peer_pairs, shuffled_stats["mutual_pairs"]) != (stats["mutual_pairs"],) * 2:
-            sys.exit(f"pair counts differ: ours {shuffled_stats['mutual_pairs']}, duckdb {peer_pairs}")
+        ours, peer, shuffled_stats = friends_vs_duckdb(args, out, shuffled.parent, shuffled, fr_out, report,
+                                                       expect_pairs=stats["mutual_pairs"])
         results.append({"stage": "friends (one shuffled file)", "input": f"{edges:,} edges, DuckDB-written",
-                        "peer": "duckdb", "ours_s": ours["seconds"], "peer_s": peer["seconds"],
-                        "ours_all_s": ours["all_seconds"], "peer_all_s": peer["all_seconds"],
-                        "ours_rss_mb": ours["rss_mb"], "peer_rss_mb": peer["rss_mb"],
-                        "pairs": shuffled_stats["mutual_pairs"]})
+                        "peer": "duckdb", **side_by_side(ours, peer), "pairs": shuffled_stats["mutual_pairs"]})
 
     if "load" in stages:
         # load: the same users Parquet into HBase through the same Thrift server

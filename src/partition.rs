@@ -336,12 +336,7 @@ pub fn open_parquet(
     fs: &FileSystems,
     file: &FileEntry,
 ) -> Result<ParquetRecordBatchReaderBuilder<ParquetFile>> {
-    let source = ParquetFile(Arc::new(fs.open_random(&file.location)?));
-    ParquetRecordBatchReaderBuilder::try_new(source).map_err(|e| Error::BadInput {
-        path: file.location.to_string(),
-        line: 0,
-        reason: format!("not a Parquet file: {e}"),
-    })
+    Ok(OpenedParquet::open(fs, file)?.builder())
 }
 
 /// Streams the record batches of one Parquet file, decoding only the top-level `columns`
@@ -352,30 +347,7 @@ pub fn read_parquet_columns(
     columns: &[&str],
     f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
-    stream_columns(file, open_parquet(fs, file)?, columns, f)
-}
-
-/// Decodes only the top-level `columns` the file has, in 64 K-row batches.
-fn stream_columns(
-    file: &FileEntry,
-    builder: ParquetRecordBatchReaderBuilder<ParquetFile>,
-    columns: &[&str],
-    f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
-) -> Result<()> {
-    let roots: Vec<usize> = builder
-        .schema()
-        .fields()
-        .iter()
-        .enumerate()
-        .filter(|(_, field)| columns.contains(&field.name().as_str()))
-        .map(|(i, _)| i)
-        .collect();
-    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
-    stream_batches(
-        file,
-        builder.with_projection(mask).with_batch_size(64 * 1024),
-        f,
-    )
+    OpenedParquet::open(fs, file)?.read_columns(None, columns, f)
 }
 
 /// A Parquet file opened once, its footer kept, so that its row groups can be decoded
@@ -422,22 +394,39 @@ impl OpenedParquet {
             .collect()
     }
 
-    /// Streams the top-level `columns` of one row group (or of the whole file when `None`).
+    /// A reader of the whole file, on the footer read at opening.
+    pub fn builder(&self) -> ParquetRecordBatchReaderBuilder<ParquetFile> {
+        ParquetRecordBatchReaderBuilder::new_with_metadata(
+            self.source.clone(),
+            self.metadata.clone(),
+        )
+    }
+
+    /// Streams the top-level `columns` the file has (the others, a user's kilobyte of
+    /// description say, are never decompressed) in 64 K-row batches, of one row group or of
+    /// the whole file when `None`.
     pub fn read_columns(
         &self,
         row_group: Option<usize>,
         columns: &[&str],
         f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
-        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
-            self.source.clone(),
-            self.metadata.clone(),
-        );
+        let builder = self.builder();
+        let roots: Vec<usize> = builder
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, field)| columns.contains(&field.name().as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+        let builder = builder.with_projection(mask).with_batch_size(64 * 1024);
         let builder = match row_group {
             Some(i) => builder.with_row_groups(vec![i]),
             None => builder,
         };
-        stream_columns(&self.file, builder, columns, f)
+        stream_batches(&self.file, builder, f)
     }
 }
 

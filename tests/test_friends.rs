@@ -7,8 +7,9 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use arrow::array::{Int64Array, RecordBatch, TimestampMillisecondArray};
-use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::array::{ArrayRef, Int64Array, RecordBatch, TimestampMillisecondArray};
+use arrow::datatypes::{Field, Schema};
+use parquet::file::properties::WriterPropertiesBuilder;
 use proptest::prelude::*;
 use weibo_etl::graph::friends::{self, Friends, FriendsOptions, Slice};
 use weibo_etl::hdfs::{FileSystems, Location, LOCAL_NAMENODE};
@@ -27,31 +28,47 @@ fn write_follows(path: &Path, edges: &[Edge]) {
 /// Writes edges as a cleaned-follows Parquet file in row groups of `rows` (each row group
 /// is a unit of work of its own).
 fn write_follows_in_groups(path: &Path, edges: &[Edge], rows: usize) {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("follower", DataType::Int64, false),
-        Field::new("followee", DataType::Int64, false),
-        Field::new(
-            "followed_at",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            true,
-        ),
-    ]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "follower",
             Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.0))),
+        ),
+        (
+            "followee",
             Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.1))),
+        ),
+        (
+            "followed_at",
             Arc::new(
                 TimestampMillisecondArray::from(edges.iter().map(|e| e.2).collect::<Vec<_>>())
                     .with_timezone("UTC"),
             ),
-        ],
-    )
-    .unwrap();
+        ),
+    ];
+    write_columns(path, columns, |props| {
+        props.set_max_row_group_row_count(Some(rows.max(1)))
+    });
+}
+
+/// Writes named columns as one Parquet file, as another tool might lay out follows: the ids
+/// required, `followed_at` nullable; `props` adjusts the writer (row groups, codec).
+fn write_columns(
+    path: &Path,
+    columns: Vec<(&str, ArrayRef)>,
+    props: impl FnOnce(WriterPropertiesBuilder) -> WriterPropertiesBuilder,
+) {
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|(name, array)| {
+                Field::new(*name, array.data_type().clone(), *name == "followed_at")
+            })
+            .collect::<Vec<_>>(),
+    ));
+    let arrays = columns.into_iter().map(|(_, array)| array).collect();
+    let batch = RecordBatch::try_new(schema.clone(), arrays).unwrap();
     let fs = FileSystems::new(LOCAL_NAMENODE);
-    let props = typed_properties(&schema)
-        .set_max_row_group_row_count(Some(rows.max(1)))
-        .build();
+    let props = props(typed_properties(&schema)).build();
     write_parquet(
         &fs,
         &Location::Local(path.to_path_buf()),
@@ -60,6 +77,19 @@ fn write_follows_in_groups(path: &Path, edges: &[Edge], rows: usize) {
         Some(&batch),
     )
     .unwrap();
+}
+
+/// Runs `weibo-etl -q friends --input <input> --output <out> --date 2026-11-29 <extra>` and
+/// checks that it succeeded.
+fn friends_ok(input: &Path, out: &Path, extra: &[&str]) {
+    let r = run(bin()
+        .args(["-q", "friends", "--input"])
+        .arg(input)
+        .arg("--output")
+        .arg(out)
+        .args(["--date", "2026-11-29"])
+        .args(extra));
+    assert!(r.status.success(), "{}", stderr(&r));
 }
 
 /// The obvious implementation: a pair is mutual if both directed edges exist.
@@ -298,13 +328,7 @@ fn equals_duckdb_self_join_on_a_larger_graph() {
 
     // Through the CLI, as an operator would run it.
     let out_dir = dir.path().join("graph");
-    let result = run(bin()
-        .args(["-q", "friends", "--input"])
-        .arg(&input)
-        .arg("--output")
-        .arg(&out_dir)
-        .args(["--date", "2026-11-29"]));
-    assert!(result.status.success(), "{}", stderr(&result));
+    friends_ok(&input, &out_dir, &[]);
     let ours: BTreeSet<(i64, i64)> = parquet_rows(&out_dir.join("friends/dt=2026-11-29"))
         .lines()
         .map(|l| {
@@ -360,13 +384,7 @@ fn a_large_result_is_two_sorted_files_that_together_are_the_answer() {
     assert!(expected.len() > 2 * 65_536, "{} pairs", expected.len());
 
     let out = dir.path().join("graph");
-    let r = run(bin()
-        .args(["-q", "friends", "--input"])
-        .arg(&input)
-        .arg("--output")
-        .arg(&out)
-        .args(["--date", "2026-11-29"]));
-    assert!(r.status.success(), "{}", stderr(&r));
+    friends_ok(&input, &out, &[]);
     let folder = out.join("friends/dt=2026-11-29");
     let mut files: Vec<String> = std::fs::read_dir(&folder)
         .unwrap()
@@ -399,8 +417,7 @@ fn a_large_result_is_two_sorted_files_that_together_are_the_answer() {
 #[test]
 fn follows_from_other_writers_any_time_unit_and_codec() {
     use arrow::array::{
-        ArrayRef, StringArray, TimestampMicrosecondArray, TimestampNanosecondArray,
-        TimestampSecondArray,
+        StringArray, TimestampMicrosecondArray, TimestampNanosecondArray, TimestampSecondArray,
     };
     use parquet::basic::{Compression, GzipLevel};
     let dir = tempfile::tempdir().unwrap();
@@ -435,26 +452,22 @@ fn follows_from_other_writers_any_time_unit_and_codec() {
         ),
     ];
     let write = |name: &str, followed_at: ArrayRef, codec: Compression| {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("follower", DataType::Int64, false),
-            Field::new("followee", DataType::Int64, false),
-            Field::new("followed_at", followed_at.data_type().clone(), true),
-        ]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
-            vec![
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            (
+                "follower",
                 Arc::new(Int64Array::from_iter_values(graph.iter().map(|e| e.0))),
+            ),
+            (
+                "followee",
                 Arc::new(Int64Array::from_iter_values(graph.iter().map(|e| e.1))),
-                followed_at,
-            ],
-        )
-        .unwrap();
+            ),
+            ("followed_at", followed_at),
+        ];
         let folder = dir.path().join(name);
         std::fs::create_dir_all(&folder).unwrap();
-        let fs = FileSystems::new(LOCAL_NAMENODE);
-        let props = typed_properties(&schema).set_compression(codec).build();
-        let file = Location::Local(folder.join("f.parquet"));
-        write_parquet(&fs, &file, schema, props, Some(&batch)).unwrap();
+        write_columns(&folder.join("f.parquet"), columns, |p| {
+            p.set_compression(codec)
+        });
         folder
     };
     for (unit, column, codec) in columns {
@@ -491,23 +504,16 @@ fn follows_from_other_writers_any_time_unit_and_codec() {
 /// unsigned id beyond int64 is refused, naming the file, rather than wrapped.
 #[test]
 fn ids_in_other_integer_types_give_the_same_pairs() {
-    use arrow::array::{ArrayRef, Int32Array, UInt32Array, UInt64Array};
+    use arrow::array::{Int32Array, UInt32Array, UInt64Array};
     let dir = tempfile::tempdir().unwrap();
     let graph = random_graph(8, 400, 3_000, 0.5, (1_000_000, 3));
     let expected = naive(&graph);
     assert!(expected.len() > 100);
     let write = |name: &str, follower: ArrayRef, followee: ArrayRef| {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("follower", follower.data_type().clone(), false),
-            Field::new("followee", followee.data_type().clone(), false),
-        ]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![follower, followee]).unwrap();
         let folder = dir.path().join(name);
         std::fs::create_dir_all(&folder).unwrap();
-        let fs = FileSystems::new(LOCAL_NAMENODE);
-        let props = typed_properties(&schema).build();
-        let file = Location::Local(folder.join("f.parquet"));
-        write_parquet(&fs, &file, schema, props, Some(&batch)).unwrap();
+        let columns = vec![("follower", follower), ("followee", followee)];
+        write_columns(&folder.join("f.parquet"), columns, |p| p);
         folder
     };
     let ids = |f: fn(&Edge) -> i64| graph.iter().map(f).collect::<Vec<i64>>();
@@ -553,30 +559,14 @@ fn sliced_runs_write_their_own_folders_and_union_to_the_whole() {
     write_follows(&input, &random_graph(7, 500, 3_000, 0.3, (1, 1)));
     let out = dir.path().join("graph");
     let mut whole = BTreeSet::new();
-    let go = |extra: &[&str]| {
-        let r = run(bin()
-            .args(["-q", "friends", "--input"])
-            .arg(&input)
-            .arg("--output")
-            .arg(&out)
-            .args(["--date", "2026-11-29"])
-            .args(extra));
-        assert!(r.status.success(), "{}", stderr(&r));
-    };
-    go(&[]);
+    friends_ok(&input, &out, &[]);
     for l in parquet_rows(&out.join("friends/dt=2026-11-29")).lines() {
         whole.insert(l.to_string());
     }
     let sliced_out = dir.path().join("sliced");
     let mut union = BTreeSet::new();
     for i in 0..4 {
-        let r = run(bin()
-            .args(["-q", "friends", "--input"])
-            .arg(&input)
-            .arg("--output")
-            .arg(&sliced_out)
-            .args(["--date", "2026-11-29", "--partition", &format!("{i}/4")]));
-        assert!(r.status.success(), "{}", stderr(&r));
+        friends_ok(&input, &sliced_out, &["--partition", &format!("{i}/4")]);
         let slice_dir = sliced_out.join(format!("friends/dt=2026-11-29/slice={i}-of-4"));
         assert!(slice_dir.join("_SUCCESS").exists());
         for l in parquet_rows(&slice_dir).lines() {
@@ -608,13 +598,7 @@ fn data_page_versions_hold_the_same_pairs() {
     let mut outputs = Vec::new();
     for version in ["1", "2"] {
         let out = dir.path().join(version);
-        let r = run(bin()
-            .args(["-q", "friends", "--input"])
-            .arg(&input)
-            .arg("--output")
-            .arg(&out)
-            .args(["--date", "2026-11-29", "--data-page-version", version]));
-        assert!(r.status.success(), "{}", stderr(&r));
+        friends_ok(&input, &out, &["--data-page-version", version]);
         for table in ["friends", "friend_counts"] {
             let kinds = crate::test_clean::page_versions(
                 &out.join(table).join("dt=2026-11-29/part-00000.parquet"),

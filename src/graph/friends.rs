@@ -145,6 +145,14 @@ impl Coder {
             Coder::Dictionary(ids) => ids[code as usize],
         }
     }
+
+    /// Codes (held as i64) to ids in place, the coder's kind matched once for the slice.
+    fn decode_all(&self, codes: &mut [i64]) {
+        match self {
+            Coder::Offset(base) => codes.iter_mut().for_each(|c| *c += base),
+            Coder::Dictionary(ids) => codes.iter_mut().for_each(|c| *c = ids[*c as usize]),
+        }
+    }
 }
 
 /// One chunk of edges as read: the follower/followee columns and, when asked for, the
@@ -614,24 +622,16 @@ impl CountCursor<'_> {
                 }
                 uids.truncate(kept);
                 friends.truncate(kept);
-                decode_in_place(coder, uids);
+                coder.decode_all(uids);
             }
             CountCursor::Runs(runs) => {
                 for (code, n) in runs.take(max) {
                     uids.push(code as i64);
                     friends.push(n);
                 }
-                decode_in_place(coder, uids);
+                coder.decode_all(uids);
             }
         }
-    }
-}
-
-/// Codes (held as i64) to ids, the coder's kind matched once for the whole slice.
-fn decode_in_place(coder: &Coder, codes: &mut [i64]) {
-    match coder {
-        Coder::Offset(base) => codes.iter_mut().for_each(|c| *c += base),
-        Coder::Dictionary(ids) => codes.iter_mut().for_each(|c| *c = ids[*c as usize]),
     }
 }
 
@@ -721,8 +721,8 @@ fn emit_pair_batch(coder: &Coder, chunk: &[(u64, i64)], sink: &mut dyn FriendsSi
         .iter()
         .map(|(p, _)| (p & 0xffff_ffff) as i64)
         .collect();
-    decode_in_place(coder, &mut a);
-    decode_in_place(coder, &mut b);
+    coder.decode_all(&mut a);
+    coder.decode_all(&mut b);
     let since: Vec<Option<i64>> = chunk
         .iter()
         .map(|&(_, t)| (t != NO_TIME).then_some(t))
@@ -810,6 +810,7 @@ impl AsideTimes {
 }
 
 /// How many edges of a chunk were packed, and how many self-edges it held.
+#[derive(Debug)]
 struct ChunkPacked {
     edges: usize,
     self_edges: u64,
@@ -947,8 +948,8 @@ fn pack_chunk(
     Ok(selfs)
 }
 
-/// What packing one input file gave.
-struct FilePacked {
+/// What packing one part (a row group) gave.
+struct PartPacked {
     /// Edges kept (not self-edges, in the slice).
     edges: usize,
     self_edges: u64,
@@ -1097,7 +1098,7 @@ fn mutual_in_memory(
         slots.push(head);
         rest = tail;
     }
-    let filled: Vec<FilePacked> = parts
+    let filled: Vec<PartPacked> = parts
         .par_iter()
         .zip(slots)
         .map(|(&part, slot)| {
@@ -1109,7 +1110,7 @@ fn mutual_in_memory(
                 selfs += packed.self_edges;
                 Ok(())
             })?;
-            Ok(FilePacked {
+            Ok(PartPacked {
                 edges: n,
                 self_edges: selfs,
                 aside,
@@ -1121,12 +1122,12 @@ fn mutual_in_memory(
     let (mut write, mut read) = (0usize, 0usize);
     let mut aside = AsideTimes::default();
     let cells = array.as_mut_slice();
-    for (file, part) in filled.into_iter().zip(&parts) {
-        cells.copy_within(read..read + file.edges, write);
-        write += file.edges;
+    for (packed, part) in filled.into_iter().zip(&parts) {
+        cells.copy_within(read..read + packed.edges, write);
+        write += packed.edges;
         read += part.rows;
-        stats.self_edges += file.self_edges;
-        aside.0.extend(file.aside);
+        stats.self_edges += packed.self_edges;
+        aside.0.extend(packed.aside);
     }
     let edges = &mut cells[..write];
     let aside = aside.seal();
@@ -1163,7 +1164,7 @@ fn mutual_out_of_core(
         partitions,
         options.memory_budget,
     )?;
-    let filled: Vec<FilePacked> = input
+    let filled: Vec<PartPacked> = input
         .parts()
         .into_par_iter()
         .map_init(
@@ -1180,7 +1181,7 @@ fn mutual_out_of_core(
                     edges += batch.len();
                     scatter.spill(&spill, batch)
                 })?;
-                Ok(FilePacked {
+                Ok(PartPacked {
                     edges,
                     self_edges: selfs,
                     aside,
@@ -1191,9 +1192,9 @@ fn mutual_out_of_core(
     spill.finish()?;
     log::debug!("friends: edges spilled, peak {} MB", peak_mb());
     let mut aside = AsideTimes::default();
-    for file in filled {
-        stats.self_edges += file.self_edges;
-        aside.0.extend(file.aside);
+    for packed in filled {
+        stats.self_edges += packed.self_edges;
+        aside.0.extend(packed.aside);
     }
     let aside = aside.seal();
     let ends = Spill::create(
@@ -1905,22 +1906,23 @@ mod tests {
     /// `(key, time code)` of packed edges.
     type Keys = Vec<(u64, u32)>;
 
+    /// `pack_into` over offset codes, every pair kept.
+    fn pack_offset_chunk(
+        base: i64,
+        chunk: &EdgeChunk,
+        cells: &mut [PackedEdge],
+    ) -> Result<ChunkPacked> {
+        let coder = Coder::Offset(base);
+        pack_into(&coder, Slice::ALL, &"t", chunk, &mut Vec::new(), cells)
+    }
+
     /// Packs a chunk through `pack_into` and, edge by edge, through the general path:
     /// whether the branch-free loop took it, both results and the self-edges.
     fn both_packings(base: i64, chunk: &EdgeChunk) -> (bool, Keys, Keys, u64) {
         let as_pairs = |edges: &[PackedEdge]| edges.iter().map(|e| (e.key, e.time)).collect();
         let mut cells = vec![PackedEdge::default(); chunk.len()];
         let fast = pack_offsets(base, chunk, &mut cells);
-        let mut aside = Vec::new();
-        let packed = pack_into(
-            &Coder::Offset(base),
-            Slice::ALL,
-            &"t",
-            chunk,
-            &mut aside,
-            &mut cells,
-        )
-        .unwrap();
+        let packed = pack_offset_chunk(base, chunk, &mut cells).unwrap();
         let into = &cells[..packed.edges];
         let mut general = Vec::new();
         let selfs = pack_chunk(
@@ -1986,31 +1988,13 @@ mod tests {
             let c = chunk(f.clone(), beyond, Some(no_nulls.clone()));
             let mut cells = vec![PackedEdge::default(); c.len()];
             assert!(!pack_offsets(base, &c, &mut cells));
-            let err = pack_into(
-                &Coder::Offset(base),
-                Slice::ALL,
-                &"t",
-                &c,
-                &mut Vec::new(),
-                &mut cells,
-            )
-            .err()
-            .unwrap();
+            let err = pack_offset_chunk(base, &c, &mut cells).unwrap_err();
             assert!(err.to_string().contains("outside the range"), "{err}");
         }
         // Fewer cells than rows: the footer undercounted.
         let c = chunk(f, g, None);
         let mut cells = vec![PackedEdge::default(); 999];
-        let err = pack_into(
-            &Coder::Offset(base),
-            Slice::ALL,
-            &"t",
-            &c,
-            &mut Vec::new(),
-            &mut cells,
-        )
-        .err()
-        .unwrap();
+        let err = pack_offset_chunk(base, &c, &mut cells).unwrap_err();
         assert!(err.to_string().contains("more rows"), "{err}");
     }
 
