@@ -3,7 +3,7 @@
 //! give exactly the in-memory answer.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
@@ -77,6 +77,53 @@ fn write_columns(
         Some(&batch),
     )
     .unwrap();
+}
+
+/// Writes edges as clean lays follows out: `parts` files `<prefix>-part-<p>.parquet`, each
+/// holding both directions of its pairs and saying so in its footer (`p/N`, as clean does);
+/// each sorted by `(follower, followee)` when `sorted`, as clean sorts, else in input order.
+fn write_pair_parts(dir: &Path, prefix: &str, edges: &[Edge], parts: usize, sorted: bool) {
+    use parquet::file::metadata::KeyValue;
+    use weibo_etl::clean::job::{pair_partition_value, PAIR_PARTITION_KEY};
+    for p in 0..parts {
+        let mut part: Vec<Edge> = edges
+            .iter()
+            .filter(|(a, b, _)| (a.min(b) ^ a.max(b)).rem_euclid(parts as i64) == p as i64)
+            .copied()
+            .collect();
+        if sorted {
+            part.sort_by_key(|&(a, b, _)| (a, b));
+        }
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            (
+                "follower",
+                Arc::new(Int64Array::from_iter_values(part.iter().map(|e| e.0))),
+            ),
+            (
+                "followee",
+                Arc::new(Int64Array::from_iter_values(part.iter().map(|e| e.1))),
+            ),
+            (
+                "followed_at",
+                Arc::new(
+                    TimestampMillisecondArray::from(part.iter().map(|e| e.2).collect::<Vec<_>>())
+                        .with_timezone("UTC"),
+                ),
+            ),
+        ];
+        write_columns(
+            &dir.join(format!("{prefix}-part-{p}.parquet")),
+            columns,
+            |props| {
+                props
+                    .set_max_row_group_row_count(Some(5))
+                    .set_key_value_metadata(Some(vec![KeyValue::new(
+                        PAIR_PARTITION_KEY.to_string(),
+                        pair_partition_value(p, parts),
+                    )]))
+            },
+        );
+    }
 }
 
 /// Runs `weibo-etl -q friends --input <input> --output <out> --date 2026-11-29 <extra>` and
@@ -225,11 +272,26 @@ proptest! {
         prop_assert_eq!(&ooc.since, &in_memory.since);
         prop_assert_eq!(&ooc.counts, &in_memory.counts);
 
-        // Three slices: disjoint, and their union is the whole.
+        // The same edges laid out as clean lays follows out: two dates of three pair parts,
+        // one sorted as clean sorts, the other maybe not. Joined part by part: the same
+        // answer, in the same order, with the same statistics.
+        let parted = tempfile::tempdir().unwrap();
+        write_pair_parts(parted.path(), "d1", left, 3, true);
+        write_pair_parts(parted.path(), "d2", right, 3, seed % 2 == 0);
+        let mut by_part = compute(parted.path(), 1 << 30, Slice::ALL);
+        prop_assert_eq!(by_part.stats.pair_parts, 3);
+        prop_assert_eq!(in_memory.stats.pair_parts, 0);
+        by_part.stats.pair_parts = 0;
+        prop_assert_eq!(&by_part, &in_memory);
+
+        // Three slices: disjoint, and their union is the whole; the same joined by part.
         let mut union = BTreeMap::new();
         let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
         for i in 0..3 {
             let part = compute(dir.path(), 1 << 30, Slice { index: i, count: 3 });
+            let mut by_part = compute(parted.path(), 1 << 30, Slice { index: i, count: 3 });
+            by_part.stats.pair_parts = 0;
+            prop_assert_eq!(&by_part, &part);
             for (k, v) in as_map(&part) {
                 prop_assert!(union.insert(k, v).is_none(), "pair in two slices");
             }
@@ -550,6 +612,120 @@ fn ids_in_other_integer_types_give_the_same_pairs() {
     let err = friends::run(&fs, &[huge.to_string_lossy().into_owned()], &options)
         .expect_err("an id beyond int64 is refused");
     assert!(err.to_string().contains("f.parquet"), "{err}");
+}
+
+/// clean writes follows in parts by canonical pair, each saying so in its footer, and
+/// friends joins them part by part: one sorted file of pairs per part, together the same
+/// pairs as the run over the same edges in one file of another writer's, and as many as
+/// the generator made.
+#[test]
+fn clean_follows_are_joined_part_by_part() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    let gen = run(bin().args(["-q", "gen", "--out"]).arg(&raw).args([
+        "--users", "4000", "--seed", "3", "--only", "follows", "--noise", "0",
+    ]));
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(raw.join("_truth.json")).unwrap()).unwrap();
+    let clean_out = dir.path().join("clean");
+    let r = run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(&raw)
+        .arg("--output")
+        .arg(&clean_out)
+        .args(["--date", "2026-11-29", "--key-partitions", "5"]));
+    assert!(r.status.success(), "{}", stderr(&r));
+
+    // Every part says which of the 5 it is, and holds both directions of its pairs.
+    let follows = clean_out.join("follows/dt=2026-11-29");
+    let mut part_of: BTreeMap<(i64, i64), usize> = BTreeMap::new();
+    let mut edges: Vec<Edge> = Vec::new();
+    for p in 0..5 {
+        let file = follows.join(format!("part-{p:05}.parquet"));
+        let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+        let said = reader
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| {
+                kv.iter()
+                    .find(|kv| kv.key == weibo_etl::clean::job::PAIR_PARTITION_KEY)
+            })
+            .and_then(|kv| kv.value.clone());
+        assert_eq!(said.as_deref(), Some(format!("{p}/5").as_str()));
+        for ((a, b), t) in follow_rows(&file) {
+            part_of.insert((a.min(b), a.max(b)), p);
+            assert_eq!(
+                part_of[&(a.min(b), a.max(b))],
+                p,
+                "{a} and {b} in two parts"
+            );
+            edges.push((a, b, t));
+        }
+    }
+
+    let out = dir.path().join("graph");
+    let report = dir.path().join("report.json");
+    friends_ok(&follows, &out, &["--report", report.to_str().unwrap()]);
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(stats["friends"]["pair_parts"], 5);
+    assert_eq!(stats["friends"]["mutual_pairs"], truth["friend_pairs"]);
+    let folder = out.join("friends/dt=2026-11-29");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 5);
+    let mut union = BTreeMap::new();
+    for file in &files {
+        let rows = pair_rows(file);
+        assert!(
+            rows.windows(2).all(|w| w[0].0 < w[1].0),
+            "{} is not sorted by (uid_a, uid_b)",
+            file.display()
+        );
+        for (pair, since) in rows {
+            assert!(union.insert(pair, since).is_none(), "{pair:?} in two files");
+        }
+    }
+    assert_eq!(union, naive(&edges));
+    assert!(union.len() > 1_000, "{} pairs", union.len());
+
+    let single = dir.path().join("single.parquet");
+    write_follows(&single, &edges);
+    let other = dir.path().join("other");
+    friends_ok(&single, &other, &[]);
+    let rows = |dir: &Path| parquet_rows(&dir.join("friend_counts/dt=2026-11-29"));
+    assert_eq!(rows(&out), rows(&other));
+}
+
+/// `((follower, followee), followed_at)` of one cleaned follows file.
+fn follow_rows(file: &Path) -> Vec<((i64, i64), Option<i64>)> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let column = |name: &str| batch.column_by_name(name).unwrap();
+        let (a, b) = (column("follower"), column("followee"));
+        let (a, b) = (a.as_primitive::<Int64Type>(), b.as_primitive::<Int64Type>());
+        let t = column("followed_at");
+        let t = t.as_primitive::<TimestampMillisecondType>();
+        for i in 0..batch.num_rows() {
+            rows.push(((a.value(i), b.value(i)), t.is_valid(i).then(|| t.value(i))));
+        }
+    }
+    rows
 }
 
 #[test]

@@ -71,6 +71,8 @@ pub struct CleanOptions {
     pub spill_dir: Option<PathBuf>,
     /// Bytes of cleaned rows held in memory between the passes instead of spilled to files.
     pub spill_memory: u64,
+    /// Parts each entity is split into by key; `None`: one per 64 MiB of input.
+    pub key_partitions: Option<usize>,
     /// Parquet data page version of the output: 2 (values compressed on their own, with no
     /// copy into a page buffer first) or 1 (for readers that predate version 2 pages).
     pub data_page_version: u8,
@@ -369,7 +371,28 @@ fn key_of(row: &Row) -> (i64, i64) {
     }
 }
 
-/// Which spill partition a natural key belongs to.
+/// The key a row is partitioned by: its natural key, except that a follow edge goes by its
+/// canonical pair `(min, max)`, so both directions of a pair land in the same part. The
+/// friends job relies on it (see [`PAIR_PARTITION_KEY`]): each part can then be joined on its
+/// own, in cache, with no shuffle of the whole edge list.
+fn partition_key(row: &Row) -> (i64, i64) {
+    match row {
+        Row::Follow(f) => (f.follower.min(f.followee), f.follower.max(f.followee)),
+        _ => key_of(row),
+    }
+}
+
+/// Footer key of a follows part: `p/N`, part `p` of `N` by canonical pair (value of
+/// [`pair_partition_value`]). A reader that finds it on every file, with one `N`, may treat
+/// the files of each `p` as holding both directions of all their pairs.
+pub const PAIR_PARTITION_KEY: &str = "weibo_etl.pair_partition";
+
+/// The [`PAIR_PARTITION_KEY`] value of part `p` of `partitions`.
+pub fn pair_partition_value(p: usize, partitions: usize) -> String {
+    format!("{p}/{partitions}")
+}
+
+/// Which spill partition a partition key belongs to.
 fn partition_of(key: (i64, i64), partitions: usize) -> usize {
     let mut x = (key.0 as u64) ^ (key.1 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     // splitmix64 finaliser: spreads sequential ids evenly.
@@ -408,7 +431,10 @@ pub fn run(
     let output = fs.parse(&options.output)?;
     let files = fs.expand_inputs(&options.inputs)?;
     let bytes_in: u64 = files.iter().map(|f| f.len).sum();
-    let partitions = (bytes_in / PARTITION_BYTES + 1).clamp(1, 512) as usize;
+    let partitions = options
+        .key_partitions
+        .unwrap_or((bytes_in / PARTITION_BYTES + 1).clamp(1, 512) as usize)
+        .max(1);
     log::info!(
         "clean {} files, {:.1} MB, {partitions} key partitions",
         files.len(),
@@ -694,7 +720,7 @@ fn process_chunk(
                 *line,
                 *entity,
                 clean_record(*entity, record, options.default_crawl_ms)
-                    .map(|row| (partition_of(key_of(&row), spill.partitions), row)),
+                    .map(|row| (partition_of(partition_key(&row), spill.partitions), row)),
             )),
             _ => None,
         })
@@ -838,12 +864,18 @@ fn write_entity(
             let winners = dedupe(entity, &batches)?;
             let kept = winners.len() as u64;
             let part = dir.join(&format!("part-{p:05}.parquet"));
-            let mut writer = partition::ParquetWriter::create(
-                fs,
-                &part,
-                columns::schema(entity),
-                columns::parquet_properties(entity, data_page_version),
-            )?;
+            let mut props = columns::parquet_properties(entity, data_page_version);
+            if entity == Entity::Follows {
+                props = props
+                    .into_builder()
+                    .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+                        PAIR_PARTITION_KEY.to_string(),
+                        pair_partition_value(p, spill.partitions),
+                    )]))
+                    .build();
+            }
+            let mut writer =
+                partition::ParquetWriter::create(fs, &part, columns::schema(entity), props)?;
             let mut dangling = 0;
             let mut keys = Vec::new();
             for rows in winners.chunks(GATHER_ROWS) {

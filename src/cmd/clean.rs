@@ -56,6 +56,10 @@ pub struct Args {
     /// (0: spill everything). Peak memory grows by about this much.
     #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::parse_size)]
     spill_memory: u64,
+    /// Parts each entity is split into by key (follows by canonical pair, so that friends
+    /// joins each part on its own) [default: one per 64 MiB of input]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=512))]
+    key_partitions: Option<u32>,
     #[command(flatten)]
     parquet: super::ParquetArgs,
 }
@@ -97,6 +101,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         max_reject_ratio: args.max_reject_ratio,
         spill_dir: args.spill_dir,
         spill_memory: args.spill_memory,
+        key_partitions: args.key_partitions.map(|n| n as usize),
         data_page_version: args.parquet.data_page_version,
     };
     let mut report = Report::new("clean");

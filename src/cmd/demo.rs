@@ -102,6 +102,7 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         max_reject_ratio: 0.5,
         spill_dir: None,
         spill_memory: 256 << 20,
+        key_partitions: None,
         data_page_version: weibo_etl::partition::DATA_PAGE_VERSION,
     };
     let clean = job::run(&ctx.fs, &options, &|_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -23,8 +23,9 @@ Examples:
   weibo-etl friends --input ... --output hdfs:///weibo/graph --date 2026-11-29 --partition 2/4
 
 Output layout:
-  <output>/friends/dt=<date>/part-0000[01].parquet      uid_a < uid_b, since (later follow time);
-                                                        each file sorted by (uid_a, uid_b)
+  <output>/friends/dt=<date>/part-NNNNN.parquet        uid_a < uid_b, since (later follow time);
+                                                        each file sorted by (uid_a, uid_b): one
+                                                        per pair part of clean's follows, else two
   <output>/friend_counts/dt=<date>/part-00000.parquet   uid, friends
 With --partition i/N each machine writes <output>/friends/dt=<date>/slice=i-of-N/ (and the same
 under friend_counts/). The N slices hold disjoint pair sets: their union (read dt=<date>
@@ -110,7 +111,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     };
     eprintln!(
         "edges read {}, duplicate edges {}, self edges {}, mutual pairs {}, reciprocity {:.3}, \
-         users with friends {}, partitions {}{}",
+         users with friends {}, partitions {}{}{}",
         s.edges_read,
         s.duplicate_edges,
         s.self_edges,
@@ -118,6 +119,11 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         s.reciprocity,
         s.users_with_friends,
         s.partitions,
+        if s.pair_parts > 0 {
+            format!(" (joined in {} pair parts)", s.pair_parts)
+        } else {
+            String::new()
+        },
         if s.dictionary_encoded {
             ", dictionary-encoded ids"
         } else {
@@ -175,9 +181,15 @@ fn load_hbase(
 struct Both<'a>(&'a mut dyn FriendsSink, &'a mut dyn FriendsSink);
 
 impl FriendsSink for Both<'_> {
-    fn pairs(&mut self, a: &[i64], b: &[i64], since: &[Option<i64>]) -> WeiboResult<()> {
-        self.0.pairs(a, b, since)?;
-        self.1.pairs(a, b, since)
+    fn pairs(
+        &mut self,
+        run: usize,
+        a: &[i64],
+        b: &[i64],
+        since: &[Option<i64>],
+    ) -> WeiboResult<()> {
+        self.0.pairs(run, a, b, since)?;
+        self.1.pairs(run, a, b, since)
     }
 
     fn counts(&mut self, uids: &[i64], friends: &[u64]) -> WeiboResult<()> {
@@ -194,7 +206,13 @@ struct HBaseSink<'a, 'b> {
 }
 
 impl FriendsSink for HBaseSink<'_, '_> {
-    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> WeiboResult<()> {
+    fn pairs(
+        &mut self,
+        _run: usize,
+        uid_a: &[i64],
+        uid_b: &[i64],
+        since: &[Option<i64>],
+    ) -> WeiboResult<()> {
         let be = |v: i64| v.to_be_bytes().to_vec();
         for i in 0..uid_a.len() {
             let (a, b) = (uid_a[i], uid_b[i]);

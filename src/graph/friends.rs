@@ -16,6 +16,13 @@
 //! sorted by `(uid_a, uid_b)`. Offsets also keep the keys short (Weibo's ten-digit uids of
 //! one crawl span a few million), which the radix sort turns into fewer levels.
 //!
+//! Clean writes follows in parts by canonical pair (both directions of a pair in one part,
+//! each part sorted by `(follower, followee)`, its footer saying `p/N`). Such input is
+//! joined a part at a time, each on one thread in buffers of one part's edges: the edges
+//! where the small id follows are then already in pair order, the others need only a stable
+//! sort by their small id, and one merge of the two finds the pairs. Each part's pairs make
+//! one sorted output file. Any other input takes the general path below.
+//!
 //! Out of core: when the packed edges would exceed the memory budget, edges are hash-
 //! partitioned by pair into spill files and each partition is sorted on its own. Scale-out:
 //! `--partition i/N` keeps only pairs whose hash bucket is `i`. Both produce exactly the rows
@@ -110,6 +117,9 @@ pub struct FriendsStats {
     pub users_with_friends: u64,
     /// Out-of-core partitions used (1 = in memory).
     pub partitions: u32,
+    /// Pair partitions of the input joined one at a time, in memory (clean's follows are
+    /// partitioned by canonical pair); 0 when the input is not, or the run is out of core.
+    pub pair_parts: u32,
     pub dictionary_encoded: bool,
 }
 
@@ -191,6 +201,9 @@ struct FileMeta {
     rows: usize,
     row_groups: Vec<usize>,
     id_range: Option<(i64, i64)>,
+    /// `(p, N)`: the file is part `p` of `N` by canonical pair, as clean writes follows
+    /// (see [`crate::clean::job::PAIR_PARTITION_KEY`]).
+    pair_partition: Option<(u64, u64)>,
 }
 
 /// One row group of one input file: a unit of decoding.
@@ -232,11 +245,41 @@ impl Input {
                 }
             }
         }
+        let pair_partition = meta
+            .file_metadata()
+            .key_value_metadata()
+            .and_then(|kv| {
+                kv.iter()
+                    .find(|kv| kv.key == crate::clean::job::PAIR_PARTITION_KEY)
+            })
+            .and_then(|kv| kv.value.as_deref()?.split_once('/'))
+            .and_then(|(p, n)| Some((p.parse().ok()?, n.parse().ok()?)))
+            .filter(|(p, n)| p < n);
         FileMeta {
             rows: meta.file_metadata().num_rows().max(0) as usize,
             row_groups: file.row_group_rows(),
             id_range: range.filter(|(a, b)| a <= b),
+            pair_partition,
         }
+    }
+
+    /// The files grouped by pair partition, largest group first, when every file says which
+    /// part of the same `N` it is: then each group holds both directions of all its pairs
+    /// (and every copy of an edge crawled on several dates), and can be joined alone. `None`
+    /// for any other input (another writer's, or dates cleaned into different `N`).
+    fn pair_groups(&self) -> Option<Vec<Vec<usize>>> {
+        let n = self.metas.first()?.pair_partition?.1;
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); n as usize];
+        for (file, meta) in self.metas.iter().enumerate() {
+            match meta.pair_partition {
+                Some((p, m)) if m == n => groups[p as usize].push(file),
+                _ => return None,
+            }
+        }
+        groups.retain(|g| !g.is_empty());
+        let rows = |g: &Vec<usize>| g.iter().map(|&f| self.metas[f].rows).sum::<usize>();
+        groups.sort_by_key(|g| std::cmp::Reverse(rows(g)));
+        Some(groups)
     }
 
     /// Every row group of every file, in file order.
@@ -432,10 +475,18 @@ fn id_pair(follower: i64, followee: i64) -> u64 {
 }
 
 /// Receives a run's results as they are found, batch by batch, so that no stage has to hold
-/// the whole output: friend pairs (each batch sorted by `(uid_a, uid_b)`, batches disjoint)
-/// and per-user friend counts (each uid in exactly one batch).
+/// the whole output: friend pairs and per-user friend counts (each uid in exactly one
+/// batch). Pairs come in sorted runs: the batches of one `run` arrive in order and are
+/// sorted by `(uid_a, uid_b)` together; different runs hold different pairs, and a run's
+/// batches may be interleaved with another's.
 pub trait FriendsSink {
-    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> Result<()>;
+    fn pairs(
+        &mut self,
+        run: usize,
+        uid_a: &[i64],
+        uid_b: &[i64],
+        since: &[Option<i64>],
+    ) -> Result<()>;
     fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()>;
 }
 
@@ -534,10 +585,19 @@ pub fn run_to(
         ..FriendsStats::default()
     };
     if partitions == 1 {
-        let pairs = mutual_in_memory(&input, &coder, options.slice, &mut stats)?;
+        let (pairs, runs) = match input.pair_groups() {
+            Some(groups) => (
+                mutual_by_pair_part(&input, &groups, &coder, options.slice, &mut stats)?,
+                Runs::PerList,
+            ),
+            None => (
+                mutual_in_memory(&input, &coder, options.slice, &mut stats)?,
+                Runs::Dealt,
+            ),
+        };
         stats.mutual_pairs = pairs.len() as u64;
         let counts = friend_counts(&pairs);
-        stats.users_with_friends += emit(&coder, &pairs, &mut counts.cursor(), sink)?;
+        stats.users_with_friends += emit(&coder, &pairs, runs, &mut counts.cursor(), sink)?;
         log::debug!("friends: output handed over, peak {} MB", peak_mb());
     } else {
         let codes = match &coder {
@@ -685,22 +745,43 @@ fn friend_counts(pairs: &Pairs) -> FriendCounts {
     }
 }
 
-/// Hands sorted-by-pair `(pair, since)` rows and `(user code, friends)` in code order to the
-/// sink as ids, a batch of each in turn, so a sink that encodes each output on its own thread
-/// keeps both threads busy; either may be empty. Returns how many users there were.
+/// How the lists of a [`Pairs`] make sorted runs for a [`FriendsSink`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Runs {
+    /// The lists laid end to end are one sorted sequence: its batches are dealt in turn to
+    /// two runs, so that a sink which encodes each run on a thread of its own keeps two busy.
+    Dealt,
+    /// Each list is sorted on its own and is a run (one pair partition's pairs).
+    PerList,
+}
+
+/// Hands `(pair, since)` rows, in the sorted runs `runs` says, and `(user code, friends)` in
+/// code order to the sink as ids, a batch of each in turn, so a sink that encodes each output
+/// on its own thread keeps both threads busy; either may be empty. Returns how many users
+/// there were.
 fn emit(
     coder: &Coder,
     pairs: &Pairs,
+    runs: Runs,
     counts: &mut CountCursor,
     sink: &mut dyn FriendsSink,
 ) -> Result<u64> {
-    let mut pair_chunks = pairs.batches(SINK_BATCH);
+    let mut pair_chunks = pairs
+        .0
+        .iter()
+        .enumerate()
+        .flat_map(|(list, rows)| rows.chunks(SINK_BATCH).map(move |batch| (list, batch)))
+        .enumerate()
+        .map(|(n, (list, batch))| match runs {
+            Runs::Dealt => (n % 2, batch),
+            Runs::PerList => (list, batch),
+        });
     let mut users = 0;
     let (mut uids, mut friends) = (Vec::new(), Vec::new());
     loop {
         let pairs_left = match pair_chunks.next() {
-            Some(chunk) => {
-                emit_pair_batch(coder, chunk, sink)?;
+            Some((run, chunk)) => {
+                emit_pair_batch(coder, run, chunk, sink)?;
                 true
             }
             None => false,
@@ -715,7 +796,12 @@ fn emit(
     }
 }
 
-fn emit_pair_batch(coder: &Coder, chunk: &[(u64, i64)], sink: &mut dyn FriendsSink) -> Result<()> {
+fn emit_pair_batch(
+    coder: &Coder,
+    run: usize,
+    chunk: &[(u64, i64)],
+    sink: &mut dyn FriendsSink,
+) -> Result<()> {
     let mut a: Vec<i64> = chunk.iter().map(|(p, _)| (p >> 32) as i64).collect();
     let mut b: Vec<i64> = chunk
         .iter()
@@ -727,7 +813,7 @@ fn emit_pair_batch(coder: &Coder, chunk: &[(u64, i64)], sink: &mut dyn FriendsSi
         .iter()
         .map(|&(_, t)| (t != NO_TIME).then_some(t))
         .collect();
-    sink.pairs(&a, &b, &since)
+    sink.pairs(run, &a, &b, &since)
 }
 
 fn peak_mb() -> u64 {
@@ -1001,11 +1087,6 @@ impl Pairs {
     fn iter(&self) -> impl Iterator<Item = &(u64, i64)> + '_ {
         self.0.iter().flatten()
     }
-
-    /// The pairs in order, in slices of at most `max`.
-    fn batches(&self, max: usize) -> impl Iterator<Item = &[(u64, i64)]> + '_ {
-        self.0.iter().flat_map(move |list| list.chunks(max))
-    }
 }
 
 /// Splits sorted edges into about `n` chunks that never cut a pair's edges apart.
@@ -1146,6 +1227,336 @@ fn mutual_in_memory(
     Ok(pairs)
 }
 
+/// The in-memory path for input partitioned by canonical pair (clean's follows): each group
+/// of files holds both directions of its pairs, so it is decoded, sorted and scanned on its
+/// own, a group per thread at a time, in buffers of one group's edges (a twentieth of the
+/// paper graph: 13 MB, mostly in cache, where one array of all edges was 253 MB sorted from
+/// memory). Each group's pairs are one sorted run of the output.
+fn mutual_by_pair_part(
+    input: &Input,
+    groups: &[Vec<usize>],
+    coder: &Coder,
+    slice: Slice,
+    stats: &mut FriendsStats,
+) -> Result<Pairs> {
+    let started = std::time::Instant::now();
+    // One pair of buffers per thread, reused group after group (so only the largest group's
+    // pages are ever touched, and never zeroed again).
+    let buffers: Vec<std::sync::Mutex<GroupBuffers>> = (0..rayon::current_num_threads())
+        .map(|_| Default::default())
+        .collect();
+    let scanned: Vec<(ChunkScan, u64)> = groups
+        .par_iter()
+        .map(|files| {
+            let thread = rayon::current_thread_index().unwrap_or(0) % buffers.len();
+            let mut guard = buffers[thread].lock().unwrap_or_else(|e| e.into_inner());
+            let buffers = &mut *guard;
+            let edges = &mut buffers.edges;
+            let rows: usize = files.iter().map(|&f| input.metas[f].rows).sum();
+            if edges.len() < rows {
+                edges.resize(rows, PackedEdge::default());
+            }
+            let (mut n, mut selfs, mut aside) = (0usize, 0u64, Vec::new());
+            for &file in files {
+                let source = input.files[file].location();
+                input.columns(file, None, true, &mut |c| {
+                    let packed = pack_into(coder, slice, source, &c, &mut aside, &mut edges[n..])?;
+                    n += packed.edges;
+                    selfs += packed.self_edges;
+                    Ok(())
+                })?;
+            }
+            Ok((buffers.join(n, aside), selfs))
+        })
+        .collect::<Result<_>>()?;
+    log::debug!(
+        "friends: {} pair parts scanned at {:?}, peak {} MB",
+        groups.len(),
+        started.elapsed(),
+        peak_mb()
+    );
+    let mut pairs = Pairs::default();
+    stats.pair_parts = groups.len() as u32;
+    for (scan, selfs) in scanned {
+        stats.distinct_edges += scan.distinct;
+        stats.duplicate_edges += scan.duplicates;
+        stats.self_edges += selfs;
+        pairs.0.push(scan.pairs);
+    }
+    Ok(pairs)
+}
+
+/// A thread's buffers for the groups it joins: the group's edges, its reverse edges, and
+/// room for sorting them.
+#[derive(Default)]
+struct GroupBuffers {
+    edges: Vec<PackedEdge>,
+    reverse: Vec<PackedEdge>,
+    spare: Vec<PackedEdge>,
+    pairs: Vec<(u64, i64)>,
+}
+
+impl GroupBuffers {
+    /// The mutual pairs among a group's packed edges, `self.edges[..n]` (in any order; those
+    /// with a time aside listed in `aside`), with the group's distinct and duplicate edges.
+    /// Gives what sorting them all and [`scan_chunk`] give, in the same order.
+    fn join(&mut self, n: usize, aside: Vec<(u64, i64)>) -> ChunkScan {
+        let split = split_directions(&mut self.edges[..n], &mut self.reverse);
+        let (forward, reverse) = (split.forward, split.reverse);
+        if split.reverse_order == Order::Unsorted {
+            use rdst::RadixSort;
+            reverse.radix_sort_builder().sort();
+        } else {
+            sort_transposed(reverse, &mut self.spare);
+        }
+        if split.forward_order == Order::Unsorted {
+            use rdst::RadixSort;
+            forward.radix_sort_builder().sort();
+        }
+        let distinct = split.forward_order == Order::Strict
+            && split.reverse_order == Order::Strict
+            && aside.is_empty();
+        if distinct {
+            scan_distinct(forward, reverse, &mut self.pairs)
+        } else {
+            scan_directions(forward, reverse, &AsideTimes(aside).seal())
+        }
+    }
+}
+
+/// How a list of edges came: in strictly ascending order (no edge twice), ascending, or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    Strict,
+    Sorted,
+    Unsorted,
+}
+
+impl Order {
+    fn of(ascending: bool, strictly: bool) -> Order {
+        match (ascending, strictly) {
+            (true, true) => Order::Strict,
+            (true, false) => Order::Sorted,
+            _ => Order::Unsorted,
+        }
+    }
+}
+
+/// A group's edges split by direction (see [`split_directions`]).
+struct Split<'a> {
+    /// The small id follows, in input order.
+    forward: &'a mut [PackedEdge],
+    /// The large id follows, in input order.
+    reverse: &'a mut [PackedEdge],
+    /// Of `forward` by pair.
+    forward_order: Order,
+    /// Of `reverse` by `(large, small)`.
+    reverse_order: Order,
+}
+
+/// Splits edges by direction: those where the small id follows stay at the front of `edges`
+/// in their order, the others are copied to `reverse`. Also says whether the reverse edges
+/// came in `(large, small)` order. In clean's parts, sorted by `(follower, followee)`, both
+/// hold: the forward edges are then already in pair order, and the reverse ones need only a
+/// stable sort by their small id ([`sort_transposed`]). Without a branch: the direction is a
+/// coin toss, edge after edge.
+fn split_directions<'a>(
+    edges: &'a mut [PackedEdge],
+    reverse: &'a mut Vec<PackedEdge>,
+) -> Split<'a> {
+    if reverse.len() < edges.len() {
+        reverse.resize(edges.len(), PackedEdge::default());
+    }
+    let (mut kept, mut moved) = (0, 0);
+    // Order checks, ascending and strictly so, for each direction, folded in with `&` and `|`
+    // rather than branches. They start from 0, below any real value: a forward key has a
+    // large id of at least 1, a swapped pair too.
+    let (mut last_forward, mut forward_up, mut forward_strict) = (0u64, true, true);
+    let (mut last_reverse, mut reverse_up, mut reverse_strict) = (0u64, true, true);
+    for i in 0..edges.len() {
+        let edge = edges[i];
+        let key = edge.key;
+        let is_reverse = key & 1;
+        let (fwd, rev) = (is_reverse == 0, is_reverse == 1);
+        // `(large, small)`: the pair with its halves swapped.
+        let swapped = (key >> 1).rotate_left(32);
+        forward_up &= rev | (last_forward <= key);
+        forward_strict &= rev | (last_forward < key);
+        reverse_up &= fwd | (last_reverse <= swapped);
+        reverse_strict &= fwd | (last_reverse < swapped);
+        last_forward = if fwd { key } else { last_forward };
+        last_reverse = if rev { swapped } else { last_reverse };
+        // `kept <= i`: the write never overtakes the read.
+        edges[kept] = edge;
+        reverse[moved] = edge;
+        kept += 1 - is_reverse as usize;
+        moved += is_reverse as usize;
+    }
+    Split {
+        forward: &mut edges[..kept],
+        reverse: &mut reverse[..moved],
+        forward_order: Order::of(forward_up, forward_strict),
+        reverse_order: Order::of(reverse_up, reverse_strict),
+    }
+}
+
+/// Bits of the small id a pass of [`sort_transposed`] sorts on: 4,096 counters, which stay
+/// in the first-level cache.
+const DIGIT_BITS: u32 = 8;
+
+/// Sorts edges that are in `(large, small)` order into pair order, `(small, large)`: a
+/// stable sort by the small id alone keeps each small id's edges in the order of their large
+/// ids. So a least-significant-digit counting sort over the small id's bits does it, in two
+/// passes for ids spanning up to 16 M (where a full radix sort of the 64-bit keys took six,
+/// and was a quarter of the run). `spare` is the sort's second buffer.
+fn sort_transposed(edges: &mut [PackedEdge], spare: &mut Vec<PackedEdge>) {
+    const DIGITS: usize = 32_usize.div_ceil(DIGIT_BITS as usize);
+    const BUCKETS: usize = 1 << DIGIT_BITS;
+    let small = |e: &PackedEdge| ({ e.key } >> 33) as usize;
+    let mut counts = vec![[0usize; BUCKETS]; DIGITS];
+    for e in edges.iter() {
+        let s = small(e);
+        for (d, count) in counts.iter_mut().enumerate() {
+            count[(s >> (d as u32 * DIGIT_BITS)) & (BUCKETS - 1)] += 1;
+        }
+    }
+    if spare.len() < edges.len() {
+        spare.resize(edges.len(), PackedEdge::default());
+    }
+    let spare = &mut spare[..edges.len()];
+    let mut in_spare = false;
+    for (d, count) in counts.iter_mut().enumerate() {
+        // A digit every edge shares moves nothing.
+        if count.contains(&edges.len()) {
+            continue;
+        }
+        let mut at = 0;
+        for c in count.iter_mut() {
+            (*c, at) = (at, at + *c);
+        }
+        let (from, to): (&[PackedEdge], &mut [PackedEdge]) = if in_spare {
+            (spare, edges)
+        } else {
+            (edges, spare)
+        };
+        for e in from {
+            let bucket = (small(e) >> (d as u32 * DIGIT_BITS)) & (BUCKETS - 1);
+            to[count[bucket]] = *e;
+            count[bucket] += 1;
+        }
+        in_spare = !in_spare;
+    }
+    if in_spare {
+        edges.copy_from_slice(spare);
+    }
+}
+
+/// The end of the run of edges equal to `edges[i]` (one edge crawled several times).
+#[inline]
+fn run_end(edges: &[PackedEdge], i: usize) -> usize {
+    let key = edges[i].key;
+    let mut j = i + 1;
+    while j < edges.len() && { edges[j].key } == key {
+        j += 1;
+    }
+    j
+}
+
+/// The earliest known time (ms, or [`NO_TIME`]) of a run of equal edges.
+#[inline]
+fn run_time(run: &[PackedEdge], aside: &AsideTimes) -> i64 {
+    if let [edge] = run {
+        match edge.time {
+            TIME_NONE => NO_TIME,
+            TIME_ASIDE => aside.earliest(edge.key).unwrap_or(NO_TIME),
+            s => s as i64 * 1000,
+        }
+    } else {
+        earliest(run, aside).unwrap_or(NO_TIME)
+    }
+}
+
+/// Mutual pairs of two sorted lists of edges, one per direction, found by merging them: a
+/// pair is mutual when both lists hold it. Gives what [`scan_chunk`] gives on the two lists
+/// sorted together.
+fn scan_directions(
+    forward: &[PackedEdge],
+    reverse: &[PackedEdge],
+    aside: &AsideTimes,
+) -> ChunkScan {
+    let mut pairs = Vec::with_capacity(forward.len().min(reverse.len()));
+    let (mut i, mut j, mut distinct) = (0, 0, 0u64);
+    while i < forward.len() && j < reverse.len() {
+        let (f, r) = ({ forward[i].key } >> 1, { reverse[j].key } >> 1);
+        if f == r {
+            let (i_end, j_end) = (run_end(forward, i), run_end(reverse, j));
+            let (tf, tr) = (
+                run_time(&forward[i..i_end], aside),
+                run_time(&reverse[j..j_end], aside),
+            );
+            let since = if tf == NO_TIME || tr == NO_TIME {
+                NO_TIME
+            } else {
+                tf.max(tr)
+            };
+            pairs.push((f, since));
+            distinct += 2;
+            (i, j) = (i_end, j_end);
+        } else if f < r {
+            i = run_end(forward, i);
+            distinct += 1;
+        } else {
+            j = run_end(reverse, j);
+            distinct += 1;
+        }
+    }
+    for (edges, mut k) in [(forward, i), (reverse, j)] {
+        while k < edges.len() {
+            k = run_end(edges, k);
+            distinct += 1;
+        }
+    }
+    ChunkScan {
+        pairs,
+        distinct,
+        duplicates: (forward.len() + reverse.len()) as u64 - distinct,
+    }
+}
+
+/// [`scan_directions`] for lists in which no edge repeats and no time is aside (clean's
+/// parts): a merge that advances without a branch, as a pair's two directions meet about
+/// once in six steps, at random. `out` is a buffer for the pairs.
+fn scan_distinct(
+    forward: &[PackedEdge],
+    reverse: &[PackedEdge],
+    out: &mut Vec<(u64, i64)>,
+) -> ChunkScan {
+    // Every step writes a row; only a match keeps it (moves `found` on). Matches are fewer
+    // than either list, and the merge stops when one runs out, so the writes stay in bounds.
+    out.clear();
+    out.resize(forward.len().min(reverse.len()) + 1, (0, 0));
+    let (mut i, mut j, mut found) = (0, 0, 0);
+    while i < forward.len() && j < reverse.len() {
+        let (f, r) = (forward[i], reverse[j]);
+        let (a, b) = ({ f.key } >> 1, { r.key } >> 1);
+        let (tf, tr) = (f.time, r.time);
+        let since = if tf == TIME_NONE || tr == TIME_NONE {
+            NO_TIME
+        } else {
+            tf.max(tr) as i64 * 1000
+        };
+        out[found] = (a, since);
+        found += (a == b) as usize;
+        i += (a <= b) as usize;
+        j += (b <= a) as usize;
+    }
+    ChunkScan {
+        pairs: out[..found].to_vec(),
+        distinct: (forward.len() + reverse.len()) as u64,
+        duplicates: 0,
+    }
+}
+
 /// The out-of-core path: edges are hash-partitioned by pair into spill files (decoded in
 /// parallel, one batch at a time); each partition is then read back, sorted and scanned on its
 /// own, its pairs go to the sink and their two ends to a second spill, partitioned by user,
@@ -1221,6 +1632,7 @@ fn mutual_out_of_core(
         emit(
             coder,
             &pairs,
+            Runs::Dealt,
             &mut CountCursor::Runs(Box::new(std::iter::empty())),
             sink,
         )?;
@@ -1258,7 +1670,8 @@ fn mutual_out_of_core(
                     at: 0,
                     base,
                 };
-                stats.users_with_friends += emit(coder, &Pairs::default(), &mut counts, sink)?;
+                stats.users_with_friends +=
+                    emit(coder, &Pairs::default(), Runs::Dealt, &mut counts, sink)?;
             }
         }
         CountPlan::Hashed { partitions } => {
@@ -1278,7 +1691,8 @@ fn mutual_out_of_core(
                     .with_low_mem_tuner()
                     .sort();
                 let mut counts = CountCursor::Runs(Box::new(runs_of(&codes)));
-                stats.users_with_friends += emit(coder, &Pairs::default(), &mut counts, sink)?;
+                stats.users_with_friends +=
+                    emit(coder, &Pairs::default(), Runs::Dealt, &mut counts, sink)?;
             }
         }
     }
@@ -1584,7 +1998,13 @@ pub fn counts_schema() -> SchemaRef {
 }
 
 impl FriendsSink for Friends {
-    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> Result<()> {
+    fn pairs(
+        &mut self,
+        _run: usize,
+        uid_a: &[i64],
+        uid_b: &[i64],
+        since: &[Option<i64>],
+    ) -> Result<()> {
         self.uid_a.extend_from_slice(uid_a);
         self.uid_b.extend_from_slice(uid_b);
         self.since.extend_from_slice(since);
@@ -1633,17 +2053,19 @@ fn batch_error(e: arrow::error::ArrowError) -> Error {
 pub struct FriendsWriter {
     fs: FileSystems,
     staged: Vec<crate::partition::Staged>,
-    /// The friends files, opened as batches arrive (see [`PAIR_FILES`]).
-    pairs: Vec<BackgroundParquetWriter>,
+    /// The friends files open, with the run each holds, oldest first (see [`PAIR_FILES`]).
+    pairs: Vec<(usize, BackgroundParquetWriter)>,
     pairs_props: parquet::file::properties::WriterProperties,
-    pair_batches: usize,
+    /// Friends files created so far (named in that order).
+    pair_files: usize,
     counts: Option<BackgroundParquetWriter>,
 }
 
-/// The friends rows are dealt, batch by batch, to this many files, each encoded on a thread
-/// of its own: one file's encoder was the last thing a paper-size run waited for (about a
-/// quarter of the run). Every file is sorted by `(uid_a, uid_b)`; a result of one batch
-/// makes one file.
+/// Each sorted run of friends rows (see [`FriendsSink`]) makes one file, encoded on a thread
+/// of its own; at most this many are open at once (a new run finishes the oldest file). One
+/// file's encoder was the last thing a paper-size run waited for (about a quarter of the
+/// run): runs come two at a time so that two encode at once. Every file is sorted by
+/// `(uid_a, uid_b)`.
 const PAIR_FILES: usize = 2;
 
 impl FriendsWriter {
@@ -1721,38 +2143,45 @@ impl FriendsWriter {
             staged,
             pairs: Vec::new(),
             pairs_props,
-            pair_batches: 0,
+            pair_files: 0,
             counts: Some(counts),
         })
     }
 
-    /// The writer of the next batch of pairs.
-    fn pair_writer(&mut self) -> Result<&mut BackgroundParquetWriter> {
-        let part = self.pair_batches % PAIR_FILES;
-        self.pair_batches += 1;
-        if part == self.pairs.len() {
-            let location = self.staged[0].tmp.join(&format!("part-{part:05}.parquet"));
-            let props = self.pairs_props.clone();
-            let writer = crate::partition::ParquetWriter::create(
-                &self.fs,
-                &location,
-                friends_schema(),
-                props,
-            )?;
-            self.pairs.push(writer.in_background());
-        }
-        Ok(&mut self.pairs[part])
+    /// The writer of a run's pairs: its file, opened on the run's first batch.
+    fn pair_writer(&mut self, run: usize) -> Result<&mut BackgroundParquetWriter> {
+        let at = match self.pairs.iter().position(|(r, _)| *r == run) {
+            Some(at) => at,
+            None => {
+                if self.pairs.len() == PAIR_FILES {
+                    self.pairs.remove(0).1.finish()?;
+                }
+                let part = self.pair_files;
+                self.pair_files += 1;
+                let location = self.staged[0].tmp.join(&format!("part-{part:05}.parquet"));
+                let props = self.pairs_props.clone();
+                let writer = crate::partition::ParquetWriter::create(
+                    &self.fs,
+                    &location,
+                    friends_schema(),
+                    props,
+                )?;
+                self.pairs.push((run, writer.in_background()));
+                self.pairs.len() - 1
+            }
+        };
+        Ok(&mut self.pairs[at].1)
     }
 
     /// Finishes both files and commits both partitions; returns where the friends rows are.
     pub fn commit(mut self) -> Result<Location> {
         let finished = (|| -> Result<()> {
-            if self.pairs.is_empty() {
+            if self.pair_files == 0 {
                 // No friends at all: still one (empty) file, so readers find the schema.
-                self.pair_writer()?;
+                self.pair_writer(0)?;
             }
             let (pairs, counts) = (std::mem::take(&mut self.pairs), self.counts.take());
-            for w in pairs {
+            for (_, w) in pairs {
                 w.finish()?;
             }
             if let Some(w) = counts {
@@ -1781,7 +2210,13 @@ impl Drop for FriendsWriter {
 }
 
 impl FriendsSink for FriendsWriter {
-    fn pairs(&mut self, uid_a: &[i64], uid_b: &[i64], since: &[Option<i64>]) -> Result<()> {
+    fn pairs(
+        &mut self,
+        run: usize,
+        uid_a: &[i64],
+        uid_b: &[i64],
+        since: &[Option<i64>],
+    ) -> Result<()> {
         let batch = RecordBatch::try_new(
             friends_schema(),
             vec![
@@ -1791,7 +2226,7 @@ impl FriendsSink for FriendsWriter {
             ],
         )
         .map_err(batch_error)?;
-        self.pair_writer()?.write(batch)
+        self.pair_writer(run)?.write(batch)
     }
 
     fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()> {
@@ -1822,9 +2257,11 @@ pub fn write_output(
 ) -> Result<Location> {
     let mut writer =
         FriendsWriter::create(fs, output, date, slice, crate::partition::DATA_PAGE_VERSION)?;
-    for start in (0..result.uid_a.len()).step_by(SINK_BATCH) {
+    for (n, start) in (0..result.uid_a.len()).step_by(SINK_BATCH).enumerate() {
         let end = (start + SINK_BATCH).min(result.uid_a.len());
+        // One sorted sequence, dealt to two runs (as [`Runs::Dealt`]).
         writer.pairs(
+            n % 2,
             &result.uid_a[start..end],
             &result.uid_b[start..end],
             &result.since[start..end],
@@ -2068,6 +2505,118 @@ mod tests {
         // Below the base, or more than 2^31 above it: the footers lied; no code is made up.
         assert_eq!(pack(&coder, 4_999_999_999, 5_000_000_009), None);
         assert_eq!(pack(&coder, 5_000_000_007, 5_000_000_000 + (1 << 31)), None);
+    }
+
+    /// A group's edges as clean's parts hold them or not: `edges` follows among `users` codes
+    /// spaced `spacing` apart, some answered, some crawled twice (`repeats`), some times
+    /// aside; in `(follower, followee)` order when `sorted`.
+    fn group_edges(
+        seed: u64,
+        users: u64,
+        spacing: u64,
+        edges: usize,
+        repeats: bool,
+        aside_times: bool,
+        sorted: bool,
+    ) -> (Vec<PackedEdge>, Vec<(u64, i64)>) {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut follows: Vec<(i64, i64, Option<i64>)> = Vec::new();
+        while follows.len() < edges {
+            let a = (next() % users * spacing) as i64;
+            let b = (next() % users * spacing) as i64;
+            if a == b {
+                continue;
+            }
+            let time = |r: u64| match r % 6 {
+                0 => None,
+                1 if aside_times => Some((r >> 8) as i64 % 1_000_000 * 1000 + 3),
+                _ => Some((r >> 8) as i64 % 1_000_000 * 1000),
+            };
+            follows.push((a, b, time(next())));
+            if next() % 3 == 0 {
+                follows.push((b, a, time(next())));
+            }
+            if repeats && next() % 5 == 0 {
+                follows.push((a, b, time(next())));
+            }
+        }
+        follows.sort_by_key(|&(a, b, _)| (a, b));
+        if !repeats {
+            follows.dedup_by_key(|&mut (a, b, _)| (a, b));
+        }
+        if !sorted {
+            follows.sort_by_key(|&(a, b, t)| (a ^ b).wrapping_mul(0x9e37_79b9) ^ t.unwrap_or(0));
+        }
+        let mut aside = Vec::new();
+        let packed = follows
+            .iter()
+            .map(|&(a, b, t)| {
+                let key = pack(&Coder::Offset(0), a, b).unwrap();
+                let time = time_code(t);
+                if time == TIME_ASIDE {
+                    aside.push((key, t.unwrap()));
+                }
+                PackedEdge { key, time }
+            })
+            .collect();
+        (packed, aside)
+    }
+
+    #[test]
+    fn joining_by_direction_agrees_with_one_sort_and_scan() {
+        // (users, spacing, repeats, aside times, sorted): clean's parts (the merge without a
+        // branch), edges crawled twice, times aside, shuffled input; codes of one, two and
+        // three 8-bit digits (and spread so that some digits are shared by all).
+        let cases = [
+            (300, 1, false, false, true),
+            (300, 1, true, false, true),
+            (300, 1, false, true, true),
+            (300, 1, true, true, false),
+            (5_000, 7, false, false, true),
+            (5_000, 7, false, false, false),
+            (2_000, 1 << 16, false, false, true),
+            (40_000, 1_000, true, false, true),
+        ];
+        let mut buffers = GroupBuffers::default();
+        for (i, &(users, spacing, repeats, aside_times, sorted)) in cases.iter().enumerate() {
+            let (edges, aside) = group_edges(
+                i as u64 + 1,
+                users,
+                spacing,
+                20_000,
+                repeats,
+                aside_times,
+                sorted,
+            );
+            let mut all = edges.clone();
+            let mut expected = FriendsStats::default();
+            let sorted_pairs =
+                sort_and_scan(&mut all, &AsideTimes(aside.clone()).seal(), &mut expected);
+            assert!(
+                sorted_pairs.len() > 500,
+                "case {i}: {} pairs",
+                sorted_pairs.len()
+            );
+
+            buffers.edges.clear();
+            buffers.edges.extend_from_slice(&edges);
+            // Stale edges beyond `n` from a larger group before must not matter.
+            buffers
+                .edges
+                .resize(edges.len() + 77, PackedEdge { key: 6, time: 0 });
+            let joined = buffers.join(edges.len(), aside);
+            let expected_pairs: Vec<(u64, i64)> = sorted_pairs.iter().copied().collect();
+            assert_eq!(joined.pairs, expected_pairs, "case {i}");
+            assert_eq!(joined.distinct, expected.distinct_edges, "case {i}");
+            assert_eq!(joined.duplicates, expected.duplicate_edges, "case {i}");
+            assert_eq!(repeats, joined.duplicates > 0, "case {i}");
+        }
     }
 
     #[test]
