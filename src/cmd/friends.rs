@@ -2,6 +2,7 @@
 //! whole or one slice of the pair space.
 
 use anyhow::{Context as _, Result};
+use arrow::array::{Array, RecordBatch};
 use chrono::NaiveDate;
 use weibo_etl::error::Result as WeiboResult;
 use weibo_etl::graph::friends::{
@@ -95,6 +96,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 .context("computing friends")?
         };
         let target = writer.commit().context("writing friends")?;
+        log::debug!("friends: committed");
         Ok((stats, target.to_string()))
     })();
     log::debug!(
@@ -181,20 +183,14 @@ fn load_hbase(
 struct Both<'a>(&'a mut dyn FriendsSink, &'a mut dyn FriendsSink);
 
 impl FriendsSink for Both<'_> {
-    fn pairs(
-        &mut self,
-        run: usize,
-        a: &[i64],
-        b: &[i64],
-        since: &[Option<i64>],
-    ) -> WeiboResult<()> {
-        self.0.pairs(run, a, b, since)?;
-        self.1.pairs(run, a, b, since)
+    fn pairs(&mut self, run: usize, batch: &RecordBatch) -> WeiboResult<()> {
+        self.0.pairs(run, batch)?;
+        self.1.pairs(run, batch)
     }
 
-    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> WeiboResult<()> {
-        self.0.counts(uids, friends)?;
-        self.1.counts(uids, friends)
+    fn counts(&mut self, batch: &RecordBatch) -> WeiboResult<()> {
+        self.0.counts(batch)?;
+        self.1.counts(batch)
     }
 }
 
@@ -206,17 +202,16 @@ struct HBaseSink<'a, 'b> {
 }
 
 impl FriendsSink for HBaseSink<'_, '_> {
-    fn pairs(
-        &mut self,
-        _run: usize,
-        uid_a: &[i64],
-        uid_b: &[i64],
-        since: &[Option<i64>],
-    ) -> WeiboResult<()> {
+    fn pairs(&mut self, _run: usize, batch: &RecordBatch) -> WeiboResult<()> {
+        let (uid_a, uid_b, since) = friends::pair_columns(batch);
         let be = |v: i64| v.to_be_bytes().to_vec();
         for i in 0..uid_a.len() {
-            let (a, b) = (uid_a[i], uid_b[i]);
-            let since = since[i].map(be).unwrap_or_default();
+            let (a, b) = (uid_a.value(i), uid_b.value(i));
+            let since = if since.is_valid(i) {
+                be(since.value(i))
+            } else {
+                Vec::new()
+            };
             (self.put)(
                 Table::Friend,
                 Put::new(keys::friend_key(a, b)).cell("r:since", since.clone()),
@@ -239,13 +234,13 @@ impl FriendsSink for HBaseSink<'_, '_> {
         Ok(())
     }
 
-    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> WeiboResult<()> {
+    fn counts(&mut self, batch: &RecordBatch) -> WeiboResult<()> {
         if self.whole {
-            for (uid, n) in uids.iter().zip(friends) {
+            let (uids, friends) = friends::count_columns(batch);
+            for (uid, n) in uids.values().iter().zip(friends.values()) {
                 (self.put)(
                     Table::User,
-                    Put::new(keys::user_key(*uid))
-                        .cell("count:friends", (*n as i64).to_be_bytes().to_vec()),
+                    Put::new(keys::user_key(*uid)).cell("count:friends", n.to_be_bytes().to_vec()),
                 )?;
             }
         }

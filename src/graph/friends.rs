@@ -37,7 +37,7 @@ use std::io::{BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
 use arrow::datatypes::{
     DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMillisecondType,
 };
@@ -478,16 +478,29 @@ fn id_pair(follower: i64, followee: i64) -> u64 {
 /// the whole output: friend pairs and per-user friend counts (each uid in exactly one
 /// batch). Pairs come in sorted runs: the batches of one `run` arrive in order and are
 /// sorted by `(uid_a, uid_b)` together; different runs hold different pairs, and a run's
-/// batches may be interleaved with another's.
+/// batches may be interleaved with another's. Batches are Arrow record batches of
+/// [`friends_schema`] and [`counts_schema`] ([`pair_columns`] and [`count_columns`] read
+/// them), so a Parquet writer takes them as they are.
 pub trait FriendsSink {
-    fn pairs(
-        &mut self,
-        run: usize,
-        uid_a: &[i64],
-        uid_b: &[i64],
-        since: &[Option<i64>],
-    ) -> Result<()>;
-    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()>;
+    fn pairs(&mut self, run: usize, batch: &RecordBatch) -> Result<()>;
+    fn counts(&mut self, batch: &RecordBatch) -> Result<()>;
+}
+
+/// `uid_a`, `uid_b` and `since` (null when unknown) of a batch of [`friends_schema`].
+pub fn pair_columns(batch: &RecordBatch) -> (&Int64Array, &Int64Array, &TimestampMillisecondArray) {
+    (
+        batch.column(0).as_primitive(),
+        batch.column(1).as_primitive(),
+        batch.column(2).as_primitive(),
+    )
+}
+
+/// `uid` and `friends` of a batch of [`counts_schema`].
+pub fn count_columns(batch: &RecordBatch) -> (&Int64Array, &Int64Array) {
+    (
+        batch.column(0).as_primitive(),
+        batch.column(1).as_primitive(),
+    )
 }
 
 /// Rows per batch handed to a [`FriendsSink`].
@@ -597,6 +610,7 @@ pub fn run_to(
         };
         stats.mutual_pairs = pairs.len() as u64;
         let counts = friend_counts(&pairs);
+        log::debug!("friends: friends counted, peak {} MB", peak_mb());
         stats.users_with_friends += emit(&coder, &pairs, runs, &mut counts.cursor(), sink)?;
         log::debug!("friends: output handed over, peak {} MB", peak_mb());
     } else {
@@ -660,7 +674,7 @@ impl CountCursor<'_> {
         &mut self,
         coder: &Coder,
         uids: &mut Vec<i64>,
-        friends: &mut Vec<u64>,
+        friends: &mut Vec<i64>,
         max: usize,
     ) {
         uids.clear();
@@ -676,7 +690,7 @@ impl CountCursor<'_> {
                 while *at < by_code.len() && kept < max {
                     let n = by_code[*at];
                     uids[kept] = (*base + *at as u64) as i64;
-                    friends[kept] = n as u64;
+                    friends[kept] = n as i64;
                     kept += (n > 0) as usize;
                     *at += 1;
                 }
@@ -687,7 +701,7 @@ impl CountCursor<'_> {
             CountCursor::Runs(runs) => {
                 for (code, n) in runs.take(max) {
                     uids.push(code as i64);
-                    friends.push(n);
+                    friends.push(n as i64);
                 }
                 coder.decode_all(uids);
             }
@@ -777,31 +791,34 @@ fn emit(
             Runs::PerList => (list, batch),
         });
     let mut users = 0;
-    let (mut uids, mut friends) = (Vec::new(), Vec::new());
+    let (pair_schema, count_schema) = (friends_schema(), counts_schema());
     loop {
         let pairs_left = match pair_chunks.next() {
             Some((run, chunk)) => {
-                emit_pair_batch(coder, run, chunk, sink)?;
+                sink.pairs(run, &pair_batch(coder, &pair_schema, chunk)?)?;
                 true
             }
             None => false,
         };
+        let (mut uids, mut friends) = (Vec::new(), Vec::new());
         counts.next_batch(coder, &mut uids, &mut friends, SINK_BATCH);
         if !uids.is_empty() {
-            sink.counts(&uids, &friends)?;
             users += uids.len() as u64;
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(uids)),
+                Arc::new(Int64Array::from(friends)),
+            ];
+            let batch = RecordBatch::try_new(count_schema.clone(), columns).map_err(batch_error)?;
+            sink.counts(&batch)?;
         } else if !pairs_left {
             return Ok(users);
         }
     }
 }
 
-fn emit_pair_batch(
-    coder: &Coder,
-    run: usize,
-    chunk: &[(u64, i64)],
-    sink: &mut dyn FriendsSink,
-) -> Result<()> {
+/// `(pair, since)` rows as a batch of [`friends_schema`]: each column built once, in place
+/// (the unknown times marked in a validity bitmap, not through `Option`s).
+fn pair_batch(coder: &Coder, schema: &SchemaRef, chunk: &[(u64, i64)]) -> Result<RecordBatch> {
     let mut a: Vec<i64> = chunk.iter().map(|(p, _)| (p >> 32) as i64).collect();
     let mut b: Vec<i64> = chunk
         .iter()
@@ -809,11 +826,19 @@ fn emit_pair_batch(
         .collect();
     coder.decode_all(&mut a);
     coder.decode_all(&mut b);
-    let since: Vec<Option<i64>> = chunk
-        .iter()
-        .map(|&(_, t)| (t != NO_TIME).then_some(t))
-        .collect();
-    sink.pairs(run, &a, &b, &since)
+    let known = arrow::buffer::BooleanBuffer::collect_bool(chunk.len(), |i| chunk[i].1 != NO_TIME);
+    let since: Vec<i64> = chunk.iter().map(|&(_, t)| t).collect();
+    let since = TimestampMillisecondArray::new(
+        since.into(),
+        Some(arrow::buffer::NullBuffer::new(known)).filter(|n| n.null_count() > 0),
+    )
+    .with_timezone("UTC");
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(a)),
+        Arc::new(Int64Array::from(b)),
+        Arc::new(since),
+    ];
+    RecordBatch::try_new(schema.clone(), columns).map_err(batch_error)
 }
 
 fn peak_mb() -> u64 {
@@ -921,7 +946,7 @@ fn pack_into(
         });
     };
     if let (Coder::Offset(base), Slice::ALL) = (coder, slice) {
-        if pack_offsets(*base, c, cells) {
+        if pack_offsets(*base, c, &mut |i, edge| cells[i] = edge) {
             return Ok(ChunkPacked {
                 edges: c.len(),
                 self_edges: 0,
@@ -938,18 +963,19 @@ fn pack_into(
 
 /// The common case without a branch per edge: offset codes, every pair kept, and, as the
 /// chunk turns out, no self-edge, no id beyond the codes and no time off whole seconds.
-/// Returns false when the chunk has any of those (then `cells` holds garbage and the
-/// general path packs the chunk again). Packing edge by edge through the general path was
-/// over half the decode-and-pack phase of the paper graph.
-fn pack_offsets(base: i64, c: &EdgeChunk, cells: &mut [PackedEdge]) -> bool {
+/// Each edge goes to `put(row, edge)`. Returns false when the chunk has any of those (then
+/// what was put is garbage and the general path packs the chunk again). Packing edge by
+/// edge through the general path was over half the decode-and-pack phase of the paper graph.
+#[inline(always)]
+fn pack_offsets(base: i64, c: &EdgeChunk, put: &mut impl FnMut(usize, PackedEdge)) -> bool {
     let (follower, followee) = (c.follower.values(), c.followee.values());
     let times = c.time.as_ref().map(|t| (t.values().as_ref(), t.nulls()));
     match times {
-        None => pack_offsets_with(base, follower, followee, cells, |_| TIME_NONE),
+        None => pack_offsets_with(base, follower, followee, put, |_| TIME_NONE),
         Some((ms, None)) => {
-            pack_offsets_with(base, follower, followee, cells, |i| whole_seconds(ms[i]))
+            pack_offsets_with(base, follower, followee, put, |i| whole_seconds(ms[i]))
         }
-        Some((ms, Some(nulls))) => pack_offsets_with(base, follower, followee, cells, |i| {
+        Some((ms, Some(nulls))) => pack_offsets_with(base, follower, followee, put, |i| {
             if nulls.is_valid(i) {
                 whole_seconds(ms[i])
             } else {
@@ -976,21 +1002,98 @@ fn pack_offsets_with(
     base: i64,
     follower: &[i64],
     followee: &[i64],
-    cells: &mut [PackedEdge],
+    put: &mut impl FnMut(usize, PackedEdge),
     time: impl Fn(usize) -> u32,
 ) -> bool {
     let mut general = false;
-    for (i, (cell, (&a, &b))) in cells
-        .iter_mut()
-        .zip(follower.iter().zip(followee))
-        .enumerate()
-    {
-        let (a, b) = (a.wrapping_sub(base) as u64, b.wrapping_sub(base) as u64);
-        let (small, large) = (a.min(b), a.max(b));
-        let time = time(i);
-        general |= (large > MAX_CODE as u64) | (a == b) | (time == TIME_ASIDE);
-        let key = (((small << 32) | large) << 1) | (a > b) as u64;
-        *cell = PackedEdge { key, time };
+    for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
+        let (edge, needs_general) = offset_edge(base, a, b, time(i));
+        general |= needs_general;
+        put(i, edge);
+    }
+    !general
+}
+
+/// An edge between ids coded as offsets from `base`, and whether the general path must pack
+/// it instead (a self-edge, an id beyond the codes, a time aside).
+#[inline(always)]
+fn offset_edge(base: i64, follower: i64, followee: i64, time: u32) -> (PackedEdge, bool) {
+    let (a, b) = (
+        follower.wrapping_sub(base) as u64,
+        followee.wrapping_sub(base) as u64,
+    );
+    let (small, large) = (a.min(b), a.max(b));
+    let general = (large > MAX_CODE as u64) | (a == b) | (time == TIME_ASIDE);
+    let key = (((small << 32) | large) << 1) | (a > b) as u64;
+    (PackedEdge { key, time }, general)
+}
+
+/// [`pack_offsets`] straight into a [`TwoEnded`]'s cells, its state held in registers for
+/// the chunk (through the state in memory, the order checks were half the packing time).
+/// Returns false, with the state as it was, when the general path must pack the chunk (what
+/// was placed lies in free slots: forgetting it is enough).
+fn place_offsets(
+    base: i64,
+    c: &EdgeChunk,
+    cells: &mut [PackedEdge],
+    st: &mut TwoEndedState,
+) -> bool {
+    let (follower, followee) = (c.follower.values(), c.followee.values());
+    let times = c.time.as_ref().map(|t| (t.values().as_ref(), t.nulls()));
+    match times {
+        None => place_offsets_with(base, follower, followee, cells, st, |_| TIME_NONE),
+        Some((ms, None)) => place_offsets_with(base, follower, followee, cells, st, |i| {
+            whole_seconds(ms[i])
+        }),
+        Some((ms, Some(nulls))) => place_offsets_with(base, follower, followee, cells, st, |i| {
+            if nulls.is_valid(i) {
+                whole_seconds(ms[i])
+            } else {
+                TIME_NONE
+            }
+        }),
+    }
+}
+
+#[inline(always)]
+fn place_offsets_with(
+    base: i64,
+    follower: &[i64],
+    followee: &[i64],
+    cells: &mut [PackedEdge],
+    st: &mut TwoEndedState,
+    time: impl Fn(usize) -> u32,
+) -> bool {
+    let mut general = false;
+    let (mut forward, mut reverse) = (st.forward, st.reverse);
+    let (mut last_forward, mut last_reverse) = (st.last_forward, st.last_reverse);
+    let [mut up_f, mut strict_f, mut up_r, mut strict_r] = st.broken;
+    let top = cells.len() - 1;
+    for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
+        let (edge, needs_general) = offset_edge(base, a, b, time(i));
+        general |= needs_general;
+        let key = edge.key;
+        let rev = key & 1 == 1;
+        let swapped = (key >> 1).rotate_left(32);
+        up_f |= !rev & (last_forward > key);
+        strict_f |= !rev & (last_forward >= key);
+        up_r |= rev & (last_reverse > swapped);
+        strict_r |= rev & (last_reverse >= swapped);
+        last_forward = if rev { last_forward } else { key };
+        last_reverse = if rev { swapped } else { last_reverse };
+        cells[forward] = edge;
+        cells[top - reverse] = edge;
+        forward += !rev as usize;
+        reverse += rev as usize;
+    }
+    if !general {
+        *st = TwoEndedState {
+            forward,
+            reverse,
+            last_forward,
+            last_reverse,
+            broken: [up_f, strict_f, up_r, strict_r],
+        };
     }
     !general
 }
@@ -1251,22 +1354,21 @@ fn mutual_by_pair_part(
             let thread = rayon::current_thread_index().unwrap_or(0) % buffers.len();
             let mut guard = buffers[thread].lock().unwrap_or_else(|e| e.into_inner());
             let buffers = &mut *guard;
-            let edges = &mut buffers.edges;
             let rows: usize = files.iter().map(|&f| input.metas[f].rows).sum();
-            if edges.len() < rows {
-                edges.resize(rows, PackedEdge::default());
+            if buffers.edges.len() < rows {
+                buffers.edges.resize(rows, PackedEdge::default());
             }
-            let (mut n, mut selfs, mut aside) = (0usize, 0u64, Vec::new());
+            let mut ends = TwoEnded::new(&mut buffers.edges[..rows]);
+            let (mut selfs, mut aside) = (0u64, Vec::new());
             for &file in files {
                 let source = input.files[file].location();
                 input.columns(file, None, true, &mut |c| {
-                    let packed = pack_into(coder, slice, source, &c, &mut aside, &mut edges[n..])?;
-                    n += packed.edges;
-                    selfs += packed.self_edges;
+                    selfs += ends.pack(coder, slice, source, &c, &mut aside)?;
                     Ok(())
                 })?;
             }
-            Ok((buffers.join(n, aside), selfs))
+            let packed = ends.packed();
+            Ok((buffers.join(rows, packed, aside), selfs))
         })
         .collect::<Result<_>>()?;
     log::debug!(
@@ -1286,35 +1388,36 @@ fn mutual_by_pair_part(
     Ok(pairs)
 }
 
-/// A thread's buffers for the groups it joins: the group's edges, its reverse edges, and
-/// room for sorting them.
+/// A thread's buffers for the groups it joins: the group's edges (see [`TwoEnded`]), room
+/// for sorting them, and for the pairs found.
 #[derive(Default)]
 struct GroupBuffers {
     edges: Vec<PackedEdge>,
-    reverse: Vec<PackedEdge>,
     spare: Vec<PackedEdge>,
     pairs: Vec<(u64, i64)>,
 }
 
 impl GroupBuffers {
-    /// The mutual pairs among a group's packed edges, `self.edges[..n]` (in any order; those
-    /// with a time aside listed in `aside`), with the group's distinct and duplicate edges.
-    /// Gives what sorting them all and [`scan_chunk`] give, in the same order.
-    fn join(&mut self, n: usize, aside: Vec<(u64, i64)>) -> ChunkScan {
-        let split = split_directions(&mut self.edges[..n], &mut self.reverse);
-        let (forward, reverse) = (split.forward, split.reverse);
-        if split.reverse_order == Order::Unsorted {
+    /// The mutual pairs among a group's edges, packed by a [`TwoEnded`] into
+    /// `self.edges[..rows]` (those with a time aside listed in `aside`), with the group's
+    /// distinct and duplicate edges. Gives what sorting them all and [`scan_chunk`] give, in
+    /// the same order.
+    fn join(&mut self, rows: usize, packed: TwoEndedPacked, aside: Vec<(u64, i64)>) -> ChunkScan {
+        let (front, back) = self.edges[..rows].split_at_mut(rows - packed.reverse);
+        let (forward, reverse) = (&mut front[..packed.forward], back);
+        if packed.reverse_order == Order::Unsorted {
             use rdst::RadixSort;
             reverse.radix_sort_builder().sort();
         } else {
-            sort_transposed(reverse, &mut self.spare);
+            // Packed from the back: in `(large, small)` order read backwards.
+            sort_transposed(reverse, true, &mut self.spare);
         }
-        if split.forward_order == Order::Unsorted {
+        if packed.forward_order == Order::Unsorted {
             use rdst::RadixSort;
             forward.radix_sort_builder().sort();
         }
-        let distinct = split.forward_order == Order::Strict
-            && split.reverse_order == Order::Strict
+        let distinct = packed.forward_order == Order::Strict
+            && packed.reverse_order == Order::Strict
             && aside.is_empty();
         if distinct {
             scan_distinct(forward, reverse, &mut self.pairs)
@@ -1342,61 +1445,110 @@ impl Order {
     }
 }
 
-/// A group's edges split by direction (see [`split_directions`]).
-struct Split<'a> {
-    /// The small id follows, in input order.
-    forward: &'a mut [PackedEdge],
-    /// The large id follows, in input order.
-    reverse: &'a mut [PackedEdge],
-    /// Of `forward` by pair.
+/// Places a group's edges as they are packed, by direction: those where the small id
+/// follows from the front of `cells`, the others from the back, each direction in input
+/// order (the reverse one backwards), and notes the order each came in. In clean's parts,
+/// sorted by `(follower, followee)`, the forward edges then come in pair order and the
+/// reverse ones in `(large, small)` order, which a stable sort by the small id alone puts
+/// in pair order ([`sort_transposed`]). Without a branch per edge: the direction is a coin
+/// toss, edge after edge. One buffer holds both directions, whatever their shares.
+struct TwoEnded<'a> {
+    cells: &'a mut [PackedEdge],
+    state: TwoEndedState,
+}
+
+/// What a [`TwoEnded`] has placed so far: how many edges each way, the last of each and
+/// whether they have ascended (strictly) so far. The order checks start from 0, below any
+/// real value: a forward key has a large id of at least 1, a swapped pair too.
+#[derive(Clone, Copy, Default)]
+struct TwoEndedState {
+    forward: usize,
+    reverse: usize,
+    last_forward: u64,
+    last_reverse: u64,
+    /// Broken ascents: forward, forward strictly, reverse, reverse strictly.
+    broken: [bool; 4],
+}
+
+/// What a group's packing gave: edges each way, and the order each came in (forward by
+/// pair, reverse by `(large, small)`).
+#[derive(Clone, Copy, Debug)]
+struct TwoEndedPacked {
+    forward: usize,
+    reverse: usize,
     forward_order: Order,
-    /// Of `reverse` by `(large, small)`.
     reverse_order: Order,
 }
 
-/// Splits edges by direction: those where the small id follows stay at the front of `edges`
-/// in their order, the others are copied to `reverse`. Also says whether the reverse edges
-/// came in `(large, small)` order. In clean's parts, sorted by `(follower, followee)`, both
-/// hold: the forward edges are then already in pair order, and the reverse ones need only a
-/// stable sort by their small id ([`sort_transposed`]). Without a branch: the direction is a
-/// coin toss, edge after edge.
-fn split_directions<'a>(
-    edges: &'a mut [PackedEdge],
-    reverse: &'a mut Vec<PackedEdge>,
-) -> Split<'a> {
-    if reverse.len() < edges.len() {
-        reverse.resize(edges.len(), PackedEdge::default());
+impl<'a> TwoEnded<'a> {
+    fn new(cells: &'a mut [PackedEdge]) -> TwoEnded<'a> {
+        TwoEnded {
+            cells,
+            state: TwoEndedState::default(),
+        }
     }
-    let (mut kept, mut moved) = (0, 0);
-    // Order checks, ascending and strictly so, for each direction, folded in with `&` and `|`
-    // rather than branches. They start from 0, below any real value: a forward key has a
-    // large id of at least 1, a swapped pair too.
-    let (mut last_forward, mut forward_up, mut forward_strict) = (0u64, true, true);
-    let (mut last_reverse, mut reverse_up, mut reverse_strict) = (0u64, true, true);
-    for i in 0..edges.len() {
-        let edge = edges[i];
+
+    /// Places one edge; there must be room (see [`TwoEnded::pack`]).
+    #[inline(always)]
+    fn place(cells: &mut [PackedEdge], st: &mut TwoEndedState, edge: PackedEdge) {
         let key = edge.key;
         let is_reverse = key & 1;
         let (fwd, rev) = (is_reverse == 0, is_reverse == 1);
         // `(large, small)`: the pair with its halves swapped.
         let swapped = (key >> 1).rotate_left(32);
-        forward_up &= rev | (last_forward <= key);
-        forward_strict &= rev | (last_forward < key);
-        reverse_up &= fwd | (last_reverse <= swapped);
-        reverse_strict &= fwd | (last_reverse < swapped);
-        last_forward = if fwd { key } else { last_forward };
-        last_reverse = if rev { swapped } else { last_reverse };
-        // `kept <= i`: the write never overtakes the read.
-        edges[kept] = edge;
-        reverse[moved] = edge;
-        kept += 1 - is_reverse as usize;
-        moved += is_reverse as usize;
+        st.broken[0] |= fwd & (st.last_forward > key);
+        st.broken[1] |= fwd & (st.last_forward >= key);
+        st.broken[2] |= rev & (st.last_reverse > swapped);
+        st.broken[3] |= rev & (st.last_reverse >= swapped);
+        st.last_forward = if fwd { key } else { st.last_forward };
+        st.last_reverse = if rev { swapped } else { st.last_reverse };
+        // Both free slots get the edge; only its own end moves on. With room for one more
+        // edge the two slots are distinct or the same last one.
+        let back = cells.len() - 1 - st.reverse;
+        cells[st.forward] = edge;
+        cells[back] = edge;
+        st.forward += fwd as usize;
+        st.reverse += rev as usize;
     }
-    Split {
-        forward: &mut edges[..kept],
-        reverse: &mut reverse[..moved],
-        forward_order: Order::of(forward_up, forward_strict),
-        reverse_order: Order::of(reverse_up, reverse_strict),
+
+    /// Packs the edges of a chunk (read from `source`) that fall in `slice`, as
+    /// [`pack_into`] does, placing each. Returns the self-edges dropped. A chunk with more
+    /// rows than room left is an input whose footer undercounted its rows.
+    fn pack(
+        &mut self,
+        coder: &Coder,
+        slice: Slice,
+        source: &dyn std::fmt::Display,
+        c: &EdgeChunk,
+        aside: &mut Vec<(u64, i64)>,
+    ) -> Result<u64> {
+        let room = self.cells.len() - self.state.forward - self.state.reverse;
+        if c.len() > room {
+            return Err(Error::BadInput {
+                path: source.to_string(),
+                line: 0,
+                reason: "more rows than the footer announced".into(),
+            });
+        }
+        let (cells, state) = (&mut *self.cells, &mut self.state);
+        if let (Coder::Offset(base), Slice::ALL) = (coder, slice) {
+            if place_offsets(*base, c, cells, state) {
+                return Ok(0);
+            }
+        }
+        pack_chunk(coder, slice, source, c, aside, &mut |edge| {
+            Self::place(cells, state, edge)
+        })
+    }
+
+    fn packed(&self) -> TwoEndedPacked {
+        let b = self.state.broken;
+        TwoEndedPacked {
+            forward: self.state.forward,
+            reverse: self.state.reverse,
+            forward_order: Order::of(!b[0], !b[1]),
+            reverse_order: Order::of(!b[2], !b[3]),
+        }
     }
 }
 
@@ -1408,8 +1560,9 @@ const DIGIT_BITS: u32 = 8;
 /// stable sort by the small id alone keeps each small id's edges in the order of their large
 /// ids. So a least-significant-digit counting sort over the small id's bits does it, in two
 /// passes for ids spanning up to 16 M (where a full radix sort of the 64-bit keys took six,
-/// and was a quarter of the run). `spare` is the sort's second buffer.
-fn sort_transposed(edges: &mut [PackedEdge], spare: &mut Vec<PackedEdge>) {
+/// and was a quarter of the run). With `backwards` the edges are in that order read from
+/// the end. `spare` is the sort's second buffer.
+fn sort_transposed(edges: &mut [PackedEdge], backwards: bool, spare: &mut Vec<PackedEdge>) {
     const DIGITS: usize = 32_usize.div_ceil(DIGIT_BITS as usize);
     const BUCKETS: usize = 1 << DIGIT_BITS;
     let small = |e: &PackedEdge| ({ e.key } >> 33) as usize;
@@ -1424,7 +1577,7 @@ fn sort_transposed(edges: &mut [PackedEdge], spare: &mut Vec<PackedEdge>) {
         spare.resize(edges.len(), PackedEdge::default());
     }
     let spare = &mut spare[..edges.len()];
-    let mut in_spare = false;
+    let (mut in_spare, mut backwards) = (false, backwards);
     for (d, count) in counts.iter_mut().enumerate() {
         // A digit every edge shares moves nothing.
         if count.contains(&edges.len()) {
@@ -1439,15 +1592,24 @@ fn sort_transposed(edges: &mut [PackedEdge], spare: &mut Vec<PackedEdge>) {
         } else {
             (edges, spare)
         };
-        for e in from {
+        let mut scatter = |e: &PackedEdge| {
             let bucket = (small(e) >> (d as u32 * DIGIT_BITS)) & (BUCKETS - 1);
             to[count[bucket]] = *e;
             count[bucket] += 1;
+        };
+        if backwards {
+            from.iter().rev().for_each(&mut scatter);
+        } else {
+            from.iter().for_each(&mut scatter);
         }
-        in_spare = !in_spare;
+        (in_spare, backwards) = (!in_spare, false);
     }
     if in_spare {
         edges.copy_from_slice(spare);
+    }
+    if backwards {
+        // No digit moved anything: every edge has the same small id.
+        edges.reverse();
     }
 }
 
@@ -1998,22 +2160,22 @@ pub fn counts_schema() -> SchemaRef {
 }
 
 impl FriendsSink for Friends {
-    fn pairs(
-        &mut self,
-        _run: usize,
-        uid_a: &[i64],
-        uid_b: &[i64],
-        since: &[Option<i64>],
-    ) -> Result<()> {
-        self.uid_a.extend_from_slice(uid_a);
-        self.uid_b.extend_from_slice(uid_b);
-        self.since.extend_from_slice(since);
+    fn pairs(&mut self, _run: usize, batch: &RecordBatch) -> Result<()> {
+        let (a, b, since) = pair_columns(batch);
+        self.uid_a.extend_from_slice(a.values());
+        self.uid_b.extend_from_slice(b.values());
+        self.since.extend(since.iter());
         Ok(())
     }
 
-    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()> {
-        self.counts
-            .extend(uids.iter().copied().zip(friends.iter().copied()));
+    fn counts(&mut self, batch: &RecordBatch) -> Result<()> {
+        let (uids, friends) = count_columns(batch);
+        self.counts.extend(
+            uids.values()
+                .iter()
+                .zip(friends.values())
+                .map(|(u, n)| (*u, *n as u64)),
+        );
         Ok(())
     }
 }
@@ -2210,38 +2372,13 @@ impl Drop for FriendsWriter {
 }
 
 impl FriendsSink for FriendsWriter {
-    fn pairs(
-        &mut self,
-        run: usize,
-        uid_a: &[i64],
-        uid_b: &[i64],
-        since: &[Option<i64>],
-    ) -> Result<()> {
-        let batch = RecordBatch::try_new(
-            friends_schema(),
-            vec![
-                Arc::new(Int64Array::from(uid_a.to_vec())),
-                Arc::new(Int64Array::from(uid_b.to_vec())),
-                Arc::new(TimestampMillisecondArray::from(since.to_vec()).with_timezone("UTC")),
-            ],
-        )
-        .map_err(batch_error)?;
-        self.pair_writer(run)?.write(batch)
+    fn pairs(&mut self, run: usize, batch: &RecordBatch) -> Result<()> {
+        self.pair_writer(run)?.write(batch.clone())
     }
 
-    fn counts(&mut self, uids: &[i64], friends: &[u64]) -> Result<()> {
-        let batch = RecordBatch::try_new(
-            counts_schema(),
-            vec![
-                Arc::new(Int64Array::from(uids.to_vec())),
-                Arc::new(Int64Array::from_iter_values(
-                    friends.iter().map(|n| *n as i64),
-                )),
-            ],
-        )
-        .map_err(batch_error)?;
+    fn counts(&mut self, batch: &RecordBatch) -> Result<()> {
         match &mut self.counts {
-            Some(w) => w.write(batch),
+            Some(w) => w.write(batch.clone()),
             None => Ok(()),
         }
     }
@@ -2259,17 +2396,26 @@ pub fn write_output(
         FriendsWriter::create(fs, output, date, slice, crate::partition::DATA_PAGE_VERSION)?;
     for (n, start) in (0..result.uid_a.len()).step_by(SINK_BATCH).enumerate() {
         let end = (start + SINK_BATCH).min(result.uid_a.len());
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(result.uid_a[start..end].to_vec())),
+            Arc::new(Int64Array::from(result.uid_b[start..end].to_vec())),
+            Arc::new(
+                TimestampMillisecondArray::from(result.since[start..end].to_vec())
+                    .with_timezone("UTC"),
+            ),
+        ];
+        let batch = RecordBatch::try_new(friends_schema(), columns).map_err(batch_error)?;
         // One sorted sequence, dealt to two runs (as [`Runs::Dealt`]).
-        writer.pairs(
-            n % 2,
-            &result.uid_a[start..end],
-            &result.uid_b[start..end],
-            &result.since[start..end],
-        )?;
+        writer.pairs(n % 2, &batch)?;
     }
     for chunk in result.counts.chunks(SINK_BATCH) {
-        let (uids, counts): (Vec<i64>, Vec<u64>) = chunk.iter().copied().unzip();
-        writer.counts(&uids, &counts)?;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(chunk.iter().map(|c| c.0))),
+            Arc::new(Int64Array::from_iter_values(
+                chunk.iter().map(|c| c.1 as i64),
+            )),
+        ];
+        writer.counts(&RecordBatch::try_new(counts_schema(), columns).map_err(batch_error)?)?;
     }
     writer.commit()
 }
@@ -2325,7 +2471,11 @@ mod tests {
                     return all;
                 }
                 assert!(uids.len() <= 3);
-                all.extend(uids.iter().map(|u| *u as u64 - 100).zip(friends.clone()));
+                all.extend(
+                    uids.iter()
+                        .map(|u| *u as u64 - 100)
+                        .zip(friends.iter().map(|n| *n as u64)),
+                );
             }
         };
         let close = [pair(0, 3), pair(0, 7), pair(3, 7), pair(5, 6), pair(6, 9)];
@@ -2358,7 +2508,7 @@ mod tests {
     fn both_packings(base: i64, chunk: &EdgeChunk) -> (bool, Keys, Keys, u64) {
         let as_pairs = |edges: &[PackedEdge]| edges.iter().map(|e| (e.key, e.time)).collect();
         let mut cells = vec![PackedEdge::default(); chunk.len()];
-        let fast = pack_offsets(base, chunk, &mut cells);
+        let fast = pack_offsets(base, chunk, &mut |i, e| cells[i] = e);
         let packed = pack_offset_chunk(base, chunk, &mut cells).unwrap();
         let into = &cells[..packed.edges];
         let mut general = Vec::new();
@@ -2424,7 +2574,7 @@ mod tests {
             beyond[0] = far;
             let c = chunk(f.clone(), beyond, Some(no_nulls.clone()));
             let mut cells = vec![PackedEdge::default(); c.len()];
-            assert!(!pack_offsets(base, &c, &mut cells));
+            assert!(!pack_offsets(base, &c, &mut |i, e| cells[i] = e));
             let err = pack_offset_chunk(base, &c, &mut cells).unwrap_err();
             assert!(err.to_string().contains("outside the range"), "{err}");
         }
@@ -2604,13 +2754,20 @@ mod tests {
                 sorted_pairs.len()
             );
 
+            // Stale edges from a larger group before must not matter.
             buffers.edges.clear();
-            buffers.edges.extend_from_slice(&edges);
-            // Stale edges beyond `n` from a larger group before must not matter.
             buffers
                 .edges
                 .resize(edges.len() + 77, PackedEdge { key: 6, time: 0 });
-            let joined = buffers.join(edges.len(), aside);
+            let rows = edges.len() + i % 2;
+            let mut ends = TwoEnded::new(&mut buffers.edges[..rows]);
+            for &edge in &edges {
+                TwoEnded::place(ends.cells, &mut ends.state, edge);
+            }
+            let packed = ends.packed();
+            assert_eq!(packed.forward_order == Order::Unsorted, !sorted, "case {i}");
+            assert_eq!(packed.reverse_order == Order::Unsorted, !sorted, "case {i}");
+            let joined = buffers.join(rows, packed, aside);
             let expected_pairs: Vec<(u64, i64)> = sorted_pairs.iter().copied().collect();
             assert_eq!(joined.pairs, expected_pairs, "case {i}");
             assert_eq!(joined.distinct, expected.distinct_edges, "case {i}");
