@@ -79,10 +79,21 @@ fn write_columns(
     .unwrap();
 }
 
+/// How [`write_pair_parts`] orders each part's rows.
+#[derive(Clone, Copy, Debug)]
+enum RowOrder {
+    /// By `(min id, max id, follower)`, as clean writes follows.
+    Canonical,
+    /// By `(follower, followee)`.
+    ByFollower,
+    /// As given.
+    Input,
+}
+
 /// Writes edges as clean lays follows out: `parts` files `<prefix>-part-<p>.parquet`, each
-/// holding both directions of its pairs and saying so in its footer (`p/N`, as clean does);
-/// each sorted by `(follower, followee)` when `sorted`, as clean sorts, else in input order.
-fn write_pair_parts(dir: &Path, prefix: &str, edges: &[Edge], parts: usize, sorted: bool) {
+/// holding both directions of its pairs and saying so in its footer (`p/N`, as clean does),
+/// its rows in `order`.
+fn write_pair_parts(dir: &Path, prefix: &str, edges: &[Edge], parts: usize, order: RowOrder) {
     use parquet::file::metadata::KeyValue;
     use weibo_etl::clean::job::{pair_partition_value, PAIR_PARTITION_KEY};
     for p in 0..parts {
@@ -91,8 +102,10 @@ fn write_pair_parts(dir: &Path, prefix: &str, edges: &[Edge], parts: usize, sort
             .filter(|(a, b, _)| (a.min(b) ^ a.max(b)).rem_euclid(parts as i64) == p as i64)
             .copied()
             .collect();
-        if sorted {
-            part.sort_by_key(|&(a, b, _)| (a, b));
+        match order {
+            RowOrder::Canonical => part.sort_by_key(|&(a, b, _)| (a.min(b), a.max(b), a)),
+            RowOrder::ByFollower => part.sort_by_key(|&(a, b, _)| (a, b)),
+            RowOrder::Input => {}
         }
         let columns: Vec<(&str, ArrayRef)> = vec![
             (
@@ -272,26 +285,52 @@ proptest! {
         prop_assert_eq!(&ooc.since, &in_memory.since);
         prop_assert_eq!(&ooc.counts, &in_memory.counts);
 
-        // The same edges laid out as clean lays follows out: two dates of three pair parts,
-        // one sorted as clean sorts, the other maybe not. Joined part by part: the same
-        // answer, in the same order, with the same statistics.
+        // The same edges laid out in pair parts, as clean lays follows out: two dates of
+        // three parts (one sorted as clean sorts, the other another way), and one date alone
+        // in clean's order. Joined part by part: the same answer, in the same order, with the
+        // same statistics.
         let parted = tempfile::tempdir().unwrap();
-        write_pair_parts(parted.path(), "d1", left, 3, true);
-        write_pair_parts(parted.path(), "d2", right, 3, seed % 2 == 0);
-        let mut by_part = compute(parted.path(), 1 << 30, Slice::ALL);
-        prop_assert_eq!(by_part.stats.pair_parts, 3);
+        let other_order = [RowOrder::ByFollower, RowOrder::Input][(seed % 2) as usize];
+        write_pair_parts(parted.path(), "d1", left, 3, RowOrder::Canonical);
+        write_pair_parts(parted.path(), "d2", right, 3, other_order);
+        let one_date = tempfile::tempdir().unwrap();
+        write_pair_parts(one_date.path(), "d", &graph, 3, RowOrder::Canonical);
         prop_assert_eq!(in_memory.stats.pair_parts, 0);
-        by_part.stats.pair_parts = 0;
-        prop_assert_eq!(&by_part, &in_memory);
+        for dir in [parted.path(), one_date.path()] {
+            let mut by_part = compute(dir, 1 << 30, Slice::ALL);
+            prop_assert_eq!(by_part.stats.pair_parts, 3);
+            (by_part.stats.pair_parts, by_part.stats.streamed_parts) = (0, 0);
+            prop_assert_eq!(&by_part, &in_memory);
+        }
+
+        // As clean writes one date (no edge twice, no self-follow): each part read in one
+        // pass, with the naive answer.
+        let mut seen = HashSet::new();
+        let cleaned: Vec<Edge> = graph
+            .iter()
+            .filter(|e| e.0 != e.1 && seen.insert((e.0, e.1)))
+            .copied()
+            .collect();
+        let clean_dir = tempfile::tempdir().unwrap();
+        write_pair_parts(clean_dir.path(), "d", &cleaned, 3, RowOrder::Canonical);
+        let streamed = compute(clean_dir.path(), 1 << 30, Slice::ALL);
+        // (Ids coded through a dictionary are joined in a buffer instead.)
+        let parts = if streamed.stats.dictionary_encoded { 0 } else { 3 };
+        prop_assert_eq!(streamed.stats.streamed_parts, parts);
+        prop_assert_eq!(&as_map(&streamed), &naive(&cleaned));
+        prop_assert_eq!(streamed.stats.distinct_edges, cleaned.len() as u64);
 
         // Three slices: disjoint, and their union is the whole; the same joined by part.
         let mut union = BTreeMap::new();
         let mut counts: BTreeMap<i64, u64> = BTreeMap::new();
         for i in 0..3 {
             let part = compute(dir.path(), 1 << 30, Slice { index: i, count: 3 });
-            let mut by_part = compute(parted.path(), 1 << 30, Slice { index: i, count: 3 });
-            by_part.stats.pair_parts = 0;
-            prop_assert_eq!(&by_part, &part);
+            for dir in [parted.path(), one_date.path()] {
+                let mut by_part = compute(dir, 1 << 30, Slice { index: i, count: 3 });
+                by_part.stats.pair_parts = 0;
+                prop_assert_eq!(by_part.stats.streamed_parts, 0);
+                prop_assert_eq!(&by_part, &part);
+            }
             for (k, v) in as_map(&part) {
                 prop_assert!(union.insert(k, v).is_none(), "pair in two slices");
             }
@@ -672,6 +711,7 @@ fn clean_follows_are_joined_part_by_part() {
     let stats: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(stats["friends"]["pair_parts"], 5);
+    assert_eq!(stats["friends"]["streamed_parts"], 5);
     assert_eq!(stats["friends"]["mutual_pairs"], truth["friend_pairs"]);
     let folder = out.join("friends/dt=2026-11-29");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)

@@ -384,7 +384,8 @@ fn partition_key(row: &Row) -> (i64, i64) {
 
 /// Footer key of a follows part: `p/N`, part `p` of `N` by canonical pair (value of
 /// [`pair_partition_value`]). A reader that finds it on every file, with one `N`, may treat
-/// the files of each `p` as holding both directions of all their pairs.
+/// the files of each `p` as holding both directions of all their pairs. Rows are sorted by
+/// `(min id, max id, follower)`, so those two directions are neighbours (readers check it).
 pub const PAIR_PARTITION_KEY: &str = "weibo_etl.pair_partition";
 
 /// The [`PAIR_PARTITION_KEY`] value of part `p` of `partitions`.
@@ -946,17 +947,45 @@ fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>
         let c = &cols[b];
         (c.k0.value(i), c.k1.as_ref().map_or(0, |a| a.value(i)))
     };
-    let mut order: Vec<(usize, usize)> = batches
+    let at = batches
         .iter()
         .enumerate()
-        .flat_map(|(b, batch)| (0..batch.num_rows()).map(move |i| (b, i)))
-        .collect();
-    order.par_sort_unstable_by(|&a, &b| {
-        key(a)
-            .cmp(&key(b))
-            .then(cols[b.0].crawl.value(b.1).cmp(&cols[a.0].crawl.value(a.1)))
-            .then(cols[b.0].seq.value(b.1).cmp(&cols[a.0].seq.value(a.1)))
-    });
+        .flat_map(|(b, batch)| (0..batch.num_rows()).map(move |i| (b, i)));
+    let order: Vec<(usize, usize)> = if entity == Entity::Follows {
+        // Follows are laid out by canonical pair, `(min, max, follower)`: the two directions
+        // of a pair become neighbouring rows, and friends finds the mutual ones in one pass
+        // over a part, without sorting (see `PAIR_PARTITION_KEY`). Crawlers list follows by
+        // follower, so this order is far from the input's: the sort keys are gathered first
+        // and sorted in place (comparing through the batches took 5 of the 11 s of the
+        // paper graph's clean, against 1.6 s).
+        use std::cmp::Reverse;
+        let mut keyed: Vec<_> = at
+            .map(|(b, i)| {
+                let (a, e) = key((b, i));
+                let c = &cols[b];
+                (
+                    (a.min(e), a.max(e), a),
+                    Reverse(c.crawl.value(i)),
+                    Reverse(c.seq.value(i)),
+                    (b as u32, i as u32),
+                )
+            })
+            .collect();
+        keyed.par_sort_unstable();
+        keyed
+            .into_iter()
+            .map(|(.., (b, i))| (b as usize, i as usize))
+            .collect()
+    } else {
+        let mut order: Vec<(usize, usize)> = at.collect();
+        order.par_sort_unstable_by(|&a, &b| {
+            key(a)
+                .cmp(&key(b))
+                .then(cols[b.0].crawl.value(b.1).cmp(&cols[a.0].crawl.value(a.1)))
+                .then(cols[b.0].seq.value(b.1).cmp(&cols[a.0].seq.value(a.1)))
+        });
+        order
+    };
     let mut winners = Vec::with_capacity(order.len());
     let mut last = None;
     for idx in order {

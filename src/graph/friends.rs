@@ -120,6 +120,9 @@ pub struct FriendsStats {
     /// Pair partitions of the input joined one at a time, in memory (clean's follows are
     /// partitioned by canonical pair); 0 when the input is not, or the run is out of core.
     pub pair_parts: u32,
+    /// Of those, the parts found in canonical pair order with no edge twice (one date of
+    /// clean's follows) and read in one pass, with no buffer and no sort.
+    pub streamed_parts: u32,
     pub dictionary_encoded: bool,
 }
 
@@ -1067,7 +1070,8 @@ fn place_offsets_with(
     let mut general = false;
     let (mut forward, mut reverse) = (st.forward, st.reverse);
     let (mut last_forward, mut last_reverse) = (st.last_forward, st.last_reverse);
-    let [mut up_f, mut strict_f, mut up_r, mut strict_r] = st.broken;
+    let mut last_reverse_key = st.last_reverse_key;
+    let [mut up_f, mut strict_f, mut up_r, mut strict_r, mut up_rk, mut strict_rk] = st.broken;
     let top = cells.len() - 1;
     for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
         let (edge, needs_general) = offset_edge(base, a, b, time(i));
@@ -1079,8 +1083,11 @@ fn place_offsets_with(
         strict_f |= !rev & (last_forward >= key);
         up_r |= rev & (last_reverse > swapped);
         strict_r |= rev & (last_reverse >= swapped);
+        up_rk |= rev & (last_reverse_key > key);
+        strict_rk |= rev & (last_reverse_key >= key);
         last_forward = if rev { last_forward } else { key };
         last_reverse = if rev { swapped } else { last_reverse };
+        last_reverse_key = if rev { key } else { last_reverse_key };
         cells[forward] = edge;
         cells[top - reverse] = edge;
         forward += !rev as usize;
@@ -1092,7 +1099,8 @@ fn place_offsets_with(
             reverse,
             last_forward,
             last_reverse,
-            broken: [up_f, strict_f, up_r, strict_r],
+            last_reverse_key,
+            broken: [up_f, strict_f, up_r, strict_r, up_rk, strict_rk],
         };
     }
     !general
@@ -1348,12 +1356,17 @@ fn mutual_by_pair_part(
     let buffers: Vec<std::sync::Mutex<GroupBuffers>> = (0..rayon::current_num_threads())
         .map(|_| Default::default())
         .collect();
-    let scanned: Vec<(ChunkScan, u64)> = groups
+    let scanned: Vec<(ChunkScan, u64, bool)> = groups
         .par_iter()
         .map(|files| {
             let thread = rayon::current_thread_index().unwrap_or(0) % buffers.len();
             let mut guard = buffers[thread].lock().unwrap_or_else(|e| e.into_inner());
             let buffers = &mut *guard;
+            if let [file] = files[..] {
+                if let Some(scan) = scan_pair_ordered(input, file, coder, slice)? {
+                    return Ok((scan, 0, true));
+                }
+            }
             let rows: usize = files.iter().map(|&f| input.metas[f].rows).sum();
             if buffers.edges.len() < rows {
                 buffers.edges.resize(rows, PackedEdge::default());
@@ -1368,7 +1381,7 @@ fn mutual_by_pair_part(
                 })?;
             }
             let packed = ends.packed();
-            Ok((buffers.join(rows, packed, aside), selfs))
+            Ok((buffers.join(rows, packed, aside), selfs, false))
         })
         .collect::<Result<_>>()?;
     log::debug!(
@@ -1379,7 +1392,8 @@ fn mutual_by_pair_part(
     );
     let mut pairs = Pairs::default();
     stats.pair_parts = groups.len() as u32;
-    for (scan, selfs) in scanned {
+    for (scan, selfs, streamed) in scanned {
+        stats.streamed_parts += streamed as u32;
         stats.distinct_edges += scan.distinct;
         stats.duplicate_edges += scan.duplicates;
         stats.self_edges += selfs;
@@ -1405,19 +1419,24 @@ impl GroupBuffers {
     fn join(&mut self, rows: usize, packed: TwoEndedPacked, aside: Vec<(u64, i64)>) -> ChunkScan {
         let (front, back) = self.edges[..rows].split_at_mut(rows - packed.reverse);
         let (forward, reverse) = (&mut front[..packed.forward], back);
-        if packed.reverse_order == Order::Unsorted {
+        // Packed from the back, so any order they came in reads backwards.
+        let reverse_order = if packed.reverse_pair_order != Order::Unsorted {
+            reverse.reverse();
+            packed.reverse_pair_order
+        } else if packed.reverse_order != Order::Unsorted {
+            sort_transposed(reverse, true, &mut self.spare);
+            packed.reverse_order
+        } else {
             use rdst::RadixSort;
             reverse.radix_sort_builder().sort();
-        } else {
-            // Packed from the back: in `(large, small)` order read backwards.
-            sort_transposed(reverse, true, &mut self.spare);
-        }
+            Order::Unsorted
+        };
         if packed.forward_order == Order::Unsorted {
             use rdst::RadixSort;
             forward.radix_sort_builder().sort();
         }
         let distinct = packed.forward_order == Order::Strict
-            && packed.reverse_order == Order::Strict
+            && reverse_order == Order::Strict
             && aside.is_empty();
         if distinct {
             scan_distinct(forward, reverse, &mut self.pairs)
@@ -1425,6 +1444,105 @@ impl GroupBuffers {
             scan_directions(forward, reverse, &AsideTimes(aside).seal())
         }
     }
+}
+
+/// The pairs of one file of follows in canonical pair order, as clean writes them (sorted
+/// by `(min id, max id, follower)`, no edge twice): a pair's two directions are then
+/// neighbouring rows, and one pass over the file finds them all, with no buffer and no sort.
+/// `None` when the file turns out otherwise (an edge out of order or repeated, a self-edge,
+/// an id beyond the codes) or the run is sliced or dictionary-coded: the caller then joins
+/// its group in a buffer.
+fn scan_pair_ordered(
+    input: &Input,
+    file: usize,
+    coder: &Coder,
+    slice: Slice,
+) -> Result<Option<ChunkScan>> {
+    let (Coder::Offset(base), Slice::ALL) = (coder, slice) else {
+        return Ok(None);
+    };
+    let mut pairs = Vec::new();
+    // The last row before the current batch: its key (0 is below any real one) and time.
+    let mut last = (0u64, NO_TIME);
+    let (mut ordered, mut rows) = (true, 0u64);
+    input.columns(file, None, true, &mut |c| {
+        if ordered {
+            let times = c.time.as_ref().map(|t| (t.values().as_ref(), t.nulls()));
+            let (follower, followee) = (c.follower.values(), c.followee.values());
+            ordered = match times {
+                None => scan_ordered_with(
+                    *base,
+                    follower,
+                    followee,
+                    |_| NO_TIME,
+                    &mut last,
+                    &mut pairs,
+                ),
+                Some((ms, None)) => {
+                    scan_ordered_with(*base, follower, followee, |i| ms[i], &mut last, &mut pairs)
+                }
+                Some((ms, Some(nulls))) => scan_ordered_with(
+                    *base,
+                    follower,
+                    followee,
+                    |i| {
+                        if nulls.is_valid(i) {
+                            ms[i]
+                        } else {
+                            NO_TIME
+                        }
+                    },
+                    &mut last,
+                    &mut pairs,
+                ),
+            };
+            rows += c.len() as u64;
+        }
+        Ok(())
+    })?;
+    Ok(ordered.then_some(ChunkScan {
+        pairs,
+        distinct: rows,
+        duplicates: 0,
+    }))
+}
+
+/// One batch of [`scan_pair_ordered`], carrying `last` over from the batch before. Without a
+/// branch per row: every row writes a candidate pair with its predecessor, and only a row of
+/// the same pair keeps it. Returns false when a row breaks the order the scan relies on.
+#[inline(always)]
+fn scan_ordered_with(
+    base: i64,
+    follower: &[i64],
+    followee: &[i64],
+    time: impl Fn(usize) -> i64,
+    last: &mut (u64, i64),
+    out: &mut Vec<(u64, i64)>,
+) -> bool {
+    let start = out.len();
+    // At most one pair a row, whatever the rows hold (the check comes after).
+    out.resize(start + follower.len() + 1, (0, 0));
+    let (mut found, mut broken) = (start, false);
+    let (mut last_key, mut last_time) = *last;
+    for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
+        let (a, b) = (a.wrapping_sub(base) as u64, b.wrapping_sub(base) as u64);
+        let (small, large) = (a.min(b), a.max(b));
+        let key = (((small << 32) | large) << 1) | (a > b) as u64;
+        let t = time(i);
+        // In range, no self-edge, strictly after the row before (so not the same edge).
+        broken |= (large > MAX_CODE as u64) | (a == b) | (key <= last_key);
+        let since = if t == NO_TIME || last_time == NO_TIME {
+            NO_TIME
+        } else {
+            t.max(last_time)
+        };
+        out[found] = (key >> 1, since);
+        found += (key >> 1 == last_key >> 1) as usize;
+        (last_key, last_time) = (key, t);
+    }
+    out.truncate(found);
+    *last = (last_key, last_time);
+    !broken
 }
 
 /// How a list of edges came: in strictly ascending order (no edge twice), ascending, or not.
@@ -1466,8 +1584,10 @@ struct TwoEndedState {
     reverse: usize,
     last_forward: u64,
     last_reverse: u64,
-    /// Broken ascents: forward, forward strictly, reverse, reverse strictly.
-    broken: [bool; 4],
+    last_reverse_key: u64,
+    /// Broken ascents: forward, forward strictly, reverse by `(large, small)`, the same
+    /// strictly, reverse by pair, the same strictly.
+    broken: [bool; 6],
 }
 
 /// What a group's packing gave: edges each way, and the order each came in (forward by
@@ -1478,6 +1598,8 @@ struct TwoEndedPacked {
     reverse: usize,
     forward_order: Order,
     reverse_order: Order,
+    /// Of `reverse` by pair (as in clean's parts).
+    reverse_pair_order: Order,
 }
 
 impl<'a> TwoEnded<'a> {
@@ -1500,8 +1622,11 @@ impl<'a> TwoEnded<'a> {
         st.broken[1] |= fwd & (st.last_forward >= key);
         st.broken[2] |= rev & (st.last_reverse > swapped);
         st.broken[3] |= rev & (st.last_reverse >= swapped);
+        st.broken[4] |= rev & (st.last_reverse_key > key);
+        st.broken[5] |= rev & (st.last_reverse_key >= key);
         st.last_forward = if fwd { key } else { st.last_forward };
         st.last_reverse = if rev { swapped } else { st.last_reverse };
+        st.last_reverse_key = if rev { key } else { st.last_reverse_key };
         // Both free slots get the edge; only its own end moves on. With room for one more
         // edge the two slots are distinct or the same last one.
         let back = cells.len() - 1 - st.reverse;
@@ -1548,6 +1673,7 @@ impl<'a> TwoEnded<'a> {
             reverse: self.state.reverse,
             forward_order: Order::of(!b[0], !b[1]),
             reverse_order: Order::of(!b[2], !b[3]),
+            reverse_pair_order: Order::of(!b[4], !b[5]),
         }
     }
 }
