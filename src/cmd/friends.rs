@@ -27,7 +27,7 @@ Output layout:
   <output>/friends/dt=<date>/part-NNNNN.parquet        uid_a < uid_b, since (later follow time);
                                                         each file sorted by (uid_a, uid_b): one
                                                         per pair part of clean's follows, else two
-  <output>/friend_counts/dt=<date>/part-00000.parquet   uid, friends
+  <output>/friend_counts/dt=<date>/part-NNNNN.parquet  uid, friends; each file sorted by uid
 With --partition i/N each machine writes <output>/friends/dt=<date>/slice=i-of-N/ (and the same
 under friend_counts/). The N slices hold disjoint pair sets: their union (read dt=<date>
 recursively) is exactly the single run's friends. Friend counts of the slices are partial per

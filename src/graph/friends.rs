@@ -303,6 +303,11 @@ impl Input {
             .collect()
     }
 
+    /// Where a group of files comes from, for messages: its first file.
+    fn location_of(&self, files: &[usize]) -> &Location {
+        self.files[files[0]].location()
+    }
+
     /// Where a part comes from, for messages.
     fn location(&self, part: Part) -> &Location {
         self.files[part.file].location()
@@ -487,6 +492,83 @@ fn id_pair(follower: i64, followee: i64) -> u64 {
 pub trait FriendsSink {
     fn pairs(&mut self, run: usize, batch: &RecordBatch) -> Result<()>;
     fn counts(&mut self, batch: &RecordBatch) -> Result<()>;
+
+    /// A sink that stores each run as a file of its own may offer to have runs written
+    /// straight from the threads that find them (see [`RunFiles`]); their pairs then do
+    /// not come through [`FriendsSink::pairs`].
+    fn run_files(&self) -> Option<RunFiles> {
+        None
+    }
+}
+
+/// Writes sorted runs of pairs from worker threads, a Parquet file per run, into a
+/// [`FriendsWriter`]'s staged folder: each pair partition's run is then encoded by the
+/// thread that joined it, beside the others, instead of queueing for two encoder threads
+/// after the join (a fifth of the paper graph's run).
+#[derive(Clone)]
+pub struct RunFiles {
+    fs: FileSystems,
+    dir: Location,
+    props: parquet::file::properties::WriterProperties,
+    written: Arc<std::sync::atomic::AtomicUsize>,
+    counts_dir: Location,
+    counts_props: parquet::file::properties::WriterProperties,
+    counts_written: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl RunFiles {
+    /// Writes run `run`, `(pair, since)` rows sorted by pair, as `part-<run>.parquet`.
+    fn write(&self, run: usize, coder: &Coder, rows: &[(u64, i64)]) -> Result<()> {
+        let location = self.dir.join(&format!("part-{run:05}.parquet"));
+        let schema = friends_schema();
+        let mut writer = crate::partition::ParquetWriter::create(
+            &self.fs,
+            &location,
+            schema.clone(),
+            self.props.clone(),
+        )?;
+        self.written
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for chunk in rows.chunks(SINK_BATCH) {
+            writer.write(&pair_batch(coder, &schema, chunk)?)?;
+        }
+        writer.finish()
+    }
+
+    /// Writes the friend counts a cursor gives (a range of codes) as the counts file
+    /// `part-<part>.parquet`. Returns how many users it held.
+    fn write_counts(&self, part: usize, coder: &Coder, counts: &mut CountCursor) -> Result<u64> {
+        let location = self.counts_dir.join(&format!("part-{part:05}.parquet"));
+        let schema = counts_schema();
+        let mut writer = crate::partition::ParquetWriter::create(
+            &self.fs,
+            &location,
+            schema.clone(),
+            self.counts_props.clone(),
+        )?;
+        self.counts_written
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut users = 0;
+        loop {
+            let (mut uids, mut friends) = (Vec::new(), Vec::new());
+            counts.next_batch(coder, &mut uids, &mut friends, SINK_BATCH);
+            if uids.is_empty() {
+                writer.finish()?;
+                return Ok(users);
+            }
+            users += uids.len() as u64;
+            writer.write(&count_batch(&schema, uids, friends)?)?;
+        }
+    }
+}
+
+/// Users and their friend counts as a batch of [`counts_schema`].
+fn count_batch(schema: &SchemaRef, uids: Vec<i64>, friends: Vec<i64>) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(uids)),
+        Arc::new(Int64Array::from(friends)),
+    ];
+    RecordBatch::try_new(schema.clone(), columns).map_err(batch_error)
 }
 
 /// `uid_a`, `uid_b` and `since` (null when unknown) of a batch of [`friends_schema`].
@@ -601,20 +683,69 @@ pub fn run_to(
         ..FriendsStats::default()
     };
     if partitions == 1 {
-        let (pairs, runs) = match input.pair_groups() {
-            Some(groups) => (
-                mutual_by_pair_part(&input, &groups, &coder, options.slice, &mut stats)?,
-                Runs::PerList,
-            ),
-            None => (
-                mutual_in_memory(&input, &coder, options.slice, &mut stats)?,
-                Runs::Dealt,
-            ),
+        let run_files = sink.run_files();
+        // Codes few enough for an array of counters per thread (4 bytes a code, against the
+        // 12 bytes an edge the budget allows).
+        let count_codes = match &coder {
+            Coder::Offset(base) => max_id.wrapping_sub(*base) as u64 + 1,
+            Coder::Dictionary(ids) => ids.len() as u64,
         };
-        stats.mutual_pairs = pairs.len() as u64;
-        let counts = friend_counts(&pairs);
+        let count_codes = (edges_read > 0 && count_codes <= 2 * edges_read + (1 << 20))
+            .then_some(count_codes as usize);
+        let (pairs, runs, counts) = match input.pair_groups() {
+            Some(groups) => {
+                let (pairs, counts) = mutual_by_pair_part(
+                    &input,
+                    &groups,
+                    &coder,
+                    options.slice,
+                    run_files.as_ref(),
+                    count_codes,
+                    &mut stats,
+                )?;
+                (pairs, Runs::PerList, counts)
+            }
+            None => {
+                let pairs = mutual_in_memory(&input, &coder, options.slice, &mut stats)?;
+                stats.mutual_pairs = pairs.len() as u64;
+                (pairs, Runs::Dealt, None)
+            }
+        };
+        let counts = counts.unwrap_or_else(|| friend_counts(&pairs));
         log::debug!("friends: friends counted, peak {} MB", peak_mb());
-        stats.users_with_friends += emit(&coder, &pairs, runs, &mut counts.cursor(), sink)?;
+        match (&run_files, &counts) {
+            // Runs written by the join leave only the counts, which are written the same
+            // way: a file per range of codes, each on a thread of its own.
+            (Some(files), FriendCounts::Dense(by_code)) if runs == Runs::PerList => {
+                let step = by_code
+                    .len()
+                    .div_ceil(rayon::current_num_threads().max(1))
+                    .max(1);
+                let users: Vec<u64> = by_code
+                    .par_chunks(step)
+                    .enumerate()
+                    .map(|(part, by_code)| {
+                        let base = (part * step) as u64;
+                        let mut cursor = CountCursor::Dense {
+                            by_code,
+                            at: 0,
+                            base,
+                        };
+                        files.write_counts(part, &coder, &mut cursor)
+                    })
+                    .collect::<Result<_>>()?;
+                stats.users_with_friends += users.iter().sum::<u64>();
+            }
+            _ => {
+                let to_emit = if runs == Runs::PerList && run_files.is_some() {
+                    &Pairs::default()
+                } else {
+                    &pairs
+                };
+                stats.users_with_friends +=
+                    emit(&coder, to_emit, runs, &mut counts.cursor(), sink)?;
+            }
+        }
         log::debug!("friends: output handed over, peak {} MB", peak_mb());
     } else {
         let codes = match &coder {
@@ -807,12 +938,7 @@ fn emit(
         counts.next_batch(coder, &mut uids, &mut friends, SINK_BATCH);
         if !uids.is_empty() {
             users += uids.len() as u64;
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from(uids)),
-                Arc::new(Int64Array::from(friends)),
-            ];
-            let batch = RecordBatch::try_new(count_schema.clone(), columns).map_err(batch_error)?;
-            sink.counts(&batch)?;
+            sink.counts(&count_batch(&count_schema, uids, friends)?)?;
         } else if !pairs_left {
             return Ok(users);
         }
@@ -1348,42 +1474,112 @@ fn mutual_by_pair_part(
     groups: &[Vec<usize>],
     coder: &Coder,
     slice: Slice,
+    run_files: Option<&RunFiles>,
+    count_codes: Option<usize>,
     stats: &mut FriendsStats,
-) -> Result<Pairs> {
+) -> Result<(Pairs, Option<FriendCounts>)> {
     let started = std::time::Instant::now();
+    let stats_pairs = std::sync::atomic::AtomicU64::new(0);
     // One pair of buffers per thread, reused group after group (so only the largest group's
     // pages are ever touched, and never zeroed again).
     let buffers: Vec<std::sync::Mutex<GroupBuffers>> = (0..rayon::current_num_threads())
         .map(|_| Default::default())
         .collect();
+    let join = |files: &[usize]| -> Result<(ChunkScan, u64, bool)> {
+        let thread = rayon::current_thread_index().unwrap_or(0) % buffers.len();
+        let mut guard = buffers[thread].lock().unwrap_or_else(|e| e.into_inner());
+        let buffers = &mut *guard;
+        if let [file] = files[..] {
+            if let Some(scan) = scan_pair_ordered(input, file, coder, slice)? {
+                return Ok((scan, 0, true));
+            }
+        }
+        let rows: usize = files.iter().map(|&f| input.metas[f].rows).sum();
+        if buffers.edges.len() < rows {
+            buffers.edges.resize(rows, PackedEdge::default());
+        }
+        let mut ends = TwoEnded::new(&mut buffers.edges[..rows]);
+        let (mut selfs, mut aside) = (0u64, Vec::new());
+        for &file in files {
+            let source = input.files[file].location();
+            input.columns(file, None, true, &mut |c| {
+                selfs += ends.pack(coder, slice, source, &c, &mut aside)?;
+                Ok(())
+            })?;
+        }
+        let packed = ends.packed();
+        Ok((buffers.join(rows, packed, aside), selfs, false))
+    };
+    // With the runs written as they are found and codes dense enough for an array, each
+    // thread counts its pairs' friends in an array of its own, and the pairs go: the
+    // arrays are added up at the end (a pass over all the pairs on every thread, and the
+    // pairs themselves, were a tenth of the run and a third of its memory).
+    let counters: Option<Vec<std::sync::Mutex<Vec<u32>>>> = run_files
+        .and(count_codes)
+        .map(|_| (0..buffers.len()).map(|_| Default::default()).collect());
     let scanned: Vec<(ChunkScan, u64, bool)> = groups
         .par_iter()
-        .map(|files| {
-            let thread = rayon::current_thread_index().unwrap_or(0) % buffers.len();
-            let mut guard = buffers[thread].lock().unwrap_or_else(|e| e.into_inner());
-            let buffers = &mut *guard;
-            if let [file] = files[..] {
-                if let Some(scan) = scan_pair_ordered(input, file, coder, slice)? {
-                    return Ok((scan, 0, true));
+        .enumerate()
+        .map(|(run, files)| {
+            let mut joined = join(files)?;
+            if let Some(run_files) = run_files {
+                run_files.write(run, coder, &joined.0.pairs)?;
+            }
+            if let (Some(counters), Some(codes)) = (&counters, count_codes) {
+                let thread = rayon::current_thread_index().unwrap_or(0) % counters.len();
+                let mut counts = counters[thread].lock().unwrap_or_else(|e| e.into_inner());
+                if counts.is_empty() {
+                    *counts = vec![0; codes];
                 }
+                for &(pair, _) in &joined.0.pairs {
+                    for code in [pair >> 32, pair & 0xffff_ffff] {
+                        // Codes past the array: ids beyond what the footers announced.
+                        let Some(n) = counts.get_mut(code as usize) else {
+                            return Err(Error::BadInput {
+                                path: input.location_of(files).to_string(),
+                                line: 0,
+                                reason: "an id beyond the range the Parquet statistics announce"
+                                    .into(),
+                            });
+                        };
+                        *n += 1;
+                    }
+                }
+                stats_pairs.fetch_add(
+                    joined.0.pairs.len() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                joined.0.pairs = Vec::new();
+            } else {
+                stats_pairs.fetch_add(
+                    joined.0.pairs.len() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
             }
-            let rows: usize = files.iter().map(|&f| input.metas[f].rows).sum();
-            if buffers.edges.len() < rows {
-                buffers.edges.resize(rows, PackedEdge::default());
-            }
-            let mut ends = TwoEnded::new(&mut buffers.edges[..rows]);
-            let (mut selfs, mut aside) = (0u64, Vec::new());
-            for &file in files {
-                let source = input.files[file].location();
-                input.columns(file, None, true, &mut |c| {
-                    selfs += ends.pack(coder, slice, source, &c, &mut aside)?;
-                    Ok(())
-                })?;
-            }
-            let packed = ends.packed();
-            Ok((buffers.join(rows, packed, aside), selfs, false))
+            Ok(joined)
         })
         .collect::<Result<_>>()?;
+    stats.mutual_pairs = stats_pairs.into_inner();
+    let counts = counters.map(|counters| {
+        let mut arrays: Vec<Vec<u32>> = counters
+            .into_iter()
+            .map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .filter(|c| !c.is_empty())
+            .collect();
+        let mut sum = arrays.pop().unwrap_or_default();
+        let step = sum
+            .len()
+            .div_ceil(rayon::current_num_threads().max(1))
+            .max(1);
+        sum.par_chunks_mut(step).enumerate().for_each(|(k, chunk)| {
+            for other in &arrays {
+                for (total, n) in chunk.iter_mut().zip(&other[k * step..]) {
+                    *total += n;
+                }
+            }
+        });
+        FriendCounts::Dense(sum)
+    });
     log::debug!(
         "friends: {} pair parts scanned at {:?}, peak {} MB",
         groups.len(),
@@ -1399,7 +1595,7 @@ fn mutual_by_pair_part(
         stats.self_edges += selfs;
         pairs.0.push(scan.pairs);
     }
-    Ok(pairs)
+    Ok((pairs, counts))
 }
 
 /// A thread's buffers for the groups it joins: the group's edges (see [`TwoEnded`]), room
@@ -1461,7 +1657,7 @@ fn scan_pair_ordered(
     let (Coder::Offset(base), Slice::ALL) = (coder, slice) else {
         return Ok(None);
     };
-    let mut pairs = Vec::new();
+    let (mut pairs, mut scratch) = (Vec::new(), Vec::new());
     // The last row before the current batch: its key (0 is below any real one) and time.
     let mut last = (0u64, NO_TIME);
     let (mut ordered, mut rows) = (true, 0u64);
@@ -1476,11 +1672,18 @@ fn scan_pair_ordered(
                     followee,
                     |_| NO_TIME,
                     &mut last,
+                    &mut scratch,
                     &mut pairs,
                 ),
-                Some((ms, None)) => {
-                    scan_ordered_with(*base, follower, followee, |i| ms[i], &mut last, &mut pairs)
-                }
+                Some((ms, None)) => scan_ordered_with(
+                    *base,
+                    follower,
+                    followee,
+                    |i| ms[i],
+                    &mut last,
+                    &mut scratch,
+                    &mut pairs,
+                ),
                 Some((ms, Some(nulls))) => scan_ordered_with(
                     *base,
                     follower,
@@ -1493,6 +1696,7 @@ fn scan_pair_ordered(
                         }
                     },
                     &mut last,
+                    &mut scratch,
                     &mut pairs,
                 ),
             };
@@ -1517,12 +1721,16 @@ fn scan_ordered_with(
     followee: &[i64],
     time: impl Fn(usize) -> i64,
     last: &mut (u64, i64),
+    scratch: &mut Vec<(u64, i64)>,
     out: &mut Vec<(u64, i64)>,
 ) -> bool {
-    let start = out.len();
-    // At most one pair a row, whatever the rows hold (the check comes after).
-    out.resize(start + follower.len() + 1, (0, 0));
-    let (mut found, mut broken) = (start, false);
+    // At most one pair a row, whatever the rows hold (the check comes after). The scratch
+    // rows are reused batch after batch: sizing the output for every row of every batch
+    // zeroed 16 bytes a row, 3 % of the run.
+    if scratch.len() <= follower.len() {
+        scratch.resize(follower.len() + 1, (0, 0));
+    }
+    let (mut found, mut broken) = (0, false);
     let (mut last_key, mut last_time) = *last;
     for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
         let (a, b) = (a.wrapping_sub(base) as u64, b.wrapping_sub(base) as u64);
@@ -1536,11 +1744,11 @@ fn scan_ordered_with(
         } else {
             t.max(last_time)
         };
-        out[found] = (key >> 1, since);
+        scratch[found] = (key >> 1, since);
         found += (key >> 1 == last_key >> 1) as usize;
         (last_key, last_time) = (key, t);
     }
-    out.truncate(found);
+    out.extend_from_slice(&scratch[..found]);
     *last = (last_key, last_time);
     !broken
 }
@@ -2346,7 +2554,12 @@ pub struct FriendsWriter {
     pairs_props: parquet::file::properties::WriterProperties,
     /// Friends files created so far (named in that order).
     pair_files: usize,
+    /// Friends files written through [`RunFiles`].
+    run_files: Arc<std::sync::atomic::AtomicUsize>,
     counts: Option<BackgroundParquetWriter>,
+    counts_props: parquet::file::properties::WriterProperties,
+    /// Counts files written through [`RunFiles`].
+    count_files: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Each sorted run of friends rows (see [`FriendsSink`]) makes one file, encoded on a thread
@@ -2364,7 +2577,7 @@ impl FriendsWriter {
         slice: Slice,
         data_page_version: u8,
     ) -> Result<FriendsWriter> {
-        use crate::partition::{self, writer_properties, ParquetWriter, Staged};
+        use crate::partition::{self, writer_properties, Staged};
         use parquet::basic::{Compression, Encoding, ZstdLevel};
         use parquet::file::properties::EnabledStatistics;
         use parquet::schema::types::ColumnPath;
@@ -2419,21 +2632,31 @@ impl FriendsWriter {
         let counts_props = props(&["uid", "friends"], &["friends"])
             .set_compression(fastest)
             .build();
-        let counts = ParquetWriter::create(
-            fs,
-            &staged[1].tmp.join("part-00000.parquet"),
-            counts_schema(),
-            counts_props,
-        )?
-        .in_background();
         Ok(FriendsWriter {
             fs: fs.clone(),
             staged,
             pairs: Vec::new(),
             pairs_props,
             pair_files: 0,
-            counts: Some(counts),
+            run_files: Default::default(),
+            counts: None,
+            counts_props,
+            count_files: Default::default(),
         })
+    }
+
+    /// The counts file written batch by batch, opened on the first batch.
+    fn counts_writer(&mut self) -> Result<&mut BackgroundParquetWriter> {
+        if self.counts.is_none() {
+            let writer = crate::partition::ParquetWriter::create(
+                &self.fs,
+                &self.staged[1].tmp.join("part-00000.parquet"),
+                counts_schema(),
+                self.counts_props.clone(),
+            )?;
+            self.counts = Some(writer.in_background());
+        }
+        Ok(self.counts.as_mut().expect("just opened"))
     }
 
     /// The writer of a run's pairs: its file, opened on the run's first batch.
@@ -2464,9 +2687,16 @@ impl FriendsWriter {
     /// Finishes both files and commits both partitions; returns where the friends rows are.
     pub fn commit(mut self) -> Result<Location> {
         let finished = (|| -> Result<()> {
-            if self.pair_files == 0 {
+            let run_files = self.run_files.load(std::sync::atomic::Ordering::Relaxed);
+            if self.pair_files + run_files == 0 {
                 // No friends at all: still one (empty) file, so readers find the schema.
                 self.pair_writer(0)?;
+            }
+            if self.counts.is_none()
+                && self.count_files.load(std::sync::atomic::Ordering::Relaxed) == 0
+            {
+                // No user with a friend: the same.
+                self.counts_writer()?;
             }
             let (pairs, counts) = (std::mem::take(&mut self.pairs), self.counts.take());
             for (_, w) in pairs {
@@ -2502,11 +2732,20 @@ impl FriendsSink for FriendsWriter {
         self.pair_writer(run)?.write(batch.clone())
     }
 
+    fn run_files(&self) -> Option<RunFiles> {
+        Some(RunFiles {
+            fs: self.fs.clone(),
+            dir: self.staged[0].tmp.clone(),
+            props: self.pairs_props.clone(),
+            written: self.run_files.clone(),
+            counts_dir: self.staged[1].tmp.clone(),
+            counts_props: self.counts_props.clone(),
+            counts_written: self.count_files.clone(),
+        })
+    }
+
     fn counts(&mut self, batch: &RecordBatch) -> Result<()> {
-        match &mut self.counts {
-            Some(w) => w.write(batch.clone()),
-            None => Ok(()),
-        }
+        self.counts_writer()?.write(batch.clone())
     }
 }
 
