@@ -1727,8 +1727,10 @@ fn scan_pair_ordered(
 }
 
 /// One batch of [`scan_pair_ordered`], carrying `last` over from the batch before. Without a
-/// branch per row: every row writes a candidate pair with its predecessor, and only a row of
-/// the same pair keeps it. Returns false when a row breaks the order the scan relies on.
+/// branch per row: every row writes its pair and position, and only a row of the same pair
+/// as the row before keeps them; the times are then looked up for the pairs kept alone (a
+/// time per row, validity bit and all, was a third of the loop). Returns false when a row
+/// breaks the order the scan relies on.
 #[inline(always)]
 fn scan_ordered_with(
     base: i64,
@@ -1736,7 +1738,7 @@ fn scan_ordered_with(
     followee: &[i64],
     time: impl Fn(usize) -> i64,
     last: &mut (u64, i64),
-    scratch: &mut Vec<(u64, i64)>,
+    scratch: &mut Vec<(u64, usize)>,
     out: &mut Vec<(u64, i64)>,
 ) -> bool {
     // At most one pair a row, whatever the rows hold (the check comes after). The scratch
@@ -1746,25 +1748,30 @@ fn scan_ordered_with(
         scratch.resize(follower.len() + 1, (0, 0));
     }
     let (mut found, mut broken) = (0, false);
-    let (mut last_key, mut last_time) = *last;
+    let mut last_key = last.0;
     for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
         let (a, b) = (a.wrapping_sub(base) as u64, b.wrapping_sub(base) as u64);
         let (small, large) = (a.min(b), a.max(b));
         let key = (((small << 32) | large) << 1) | (a > b) as u64;
-        let t = time(i);
         // In range, no self-edge, strictly after the row before (so not the same edge).
         broken |= (large > MAX_CODE as u64) | (a == b) | (key <= last_key);
-        let since = if t == NO_TIME || last_time == NO_TIME {
+        scratch[found] = (key >> 1, i);
+        found += (key >> 1 == last_key >> 1) as usize;
+        last_key = key;
+    }
+    out.extend(scratch[..found].iter().map(|&(pair, i)| {
+        // The row before the batch's first is the last of the batch before.
+        let (t, before) = (time(i), if i == 0 { last.1 } else { time(i - 1) });
+        let since = if t == NO_TIME || before == NO_TIME {
             NO_TIME
         } else {
-            t.max(last_time)
+            t.max(before)
         };
-        scratch[found] = (key >> 1, since);
-        found += (key >> 1 == last_key >> 1) as usize;
-        (last_key, last_time) = (key, t);
+        (pair, since)
+    }));
+    if let Some(end) = follower.len().checked_sub(1) {
+        *last = (last_key, time(end));
     }
-    out.extend_from_slice(&scratch[..found]);
-    *last = (last_key, last_time);
     !broken
 }
 
