@@ -135,6 +135,15 @@ pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProper
         )),
         data_page_version,
     );
+    if entity == Entity::Follows {
+        // Delta-encoded ids and times in canonical pair order: zstd gained 0.3 % on the
+        // followers and follow times of the paper graph and 18 % on the followees, 11 MB of
+        // 191, and every reader (friends, load, DuckDB) paid to undo it.
+        for column in ["follower", "followee", "followed_at"] {
+            props =
+                props.set_column_compression(ColumnPath::from(column), Compression::UNCOMPRESSED);
+        }
+    }
     for column in distinct_text {
         props = props.set_column_dictionary_enabled(ColumnPath::from(*column), false);
     }
