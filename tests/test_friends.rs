@@ -28,7 +28,14 @@ fn write_follows(path: &Path, edges: &[Edge]) {
 /// Writes edges as a cleaned-follows Parquet file in row groups of `rows` (each row group
 /// is a unit of work of its own).
 fn write_follows_in_groups(path: &Path, edges: &[Edge], rows: usize) {
-    let columns: Vec<(&str, ArrayRef)> = vec![
+    write_columns(path, follow_columns(edges), |props| {
+        props.set_max_row_group_row_count(Some(rows.max(1)))
+    });
+}
+
+/// Edges as the columns of cleaned follows.
+fn follow_columns(edges: &[Edge]) -> Vec<(&'static str, ArrayRef)> {
+    vec![
         (
             "follower",
             Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.0))),
@@ -44,10 +51,7 @@ fn write_follows_in_groups(path: &Path, edges: &[Edge], rows: usize) {
                     .with_timezone("UTC"),
             ),
         ),
-    ];
-    write_columns(path, columns, |props| {
-        props.set_max_row_group_row_count(Some(rows.max(1)))
-    });
+    ]
 }
 
 /// Writes named columns as one Parquet file, as another tool might lay out follows: the ids
@@ -107,26 +111,9 @@ fn write_pair_parts(dir: &Path, prefix: &str, edges: &[Edge], parts: usize, orde
             RowOrder::ByFollower => part.sort_by_key(|&(a, b, _)| (a, b)),
             RowOrder::Input => {}
         }
-        let columns: Vec<(&str, ArrayRef)> = vec![
-            (
-                "follower",
-                Arc::new(Int64Array::from_iter_values(part.iter().map(|e| e.0))),
-            ),
-            (
-                "followee",
-                Arc::new(Int64Array::from_iter_values(part.iter().map(|e| e.1))),
-            ),
-            (
-                "followed_at",
-                Arc::new(
-                    TimestampMillisecondArray::from(part.iter().map(|e| e.2).collect::<Vec<_>>())
-                        .with_timezone("UTC"),
-                ),
-            ),
-        ];
         write_columns(
             &dir.join(format!("{prefix}-part-{p}.parquet")),
-            columns,
+            follow_columns(&part),
             |props| {
                 props
                     .set_max_row_group_row_count(Some(5))
@@ -447,6 +434,12 @@ fn equals_duckdb_self_join_on_a_larger_graph() {
 
 /// `((uid_a, uid_b), since)` of one friends file, in file order.
 fn pair_rows(file: &Path) -> Vec<((i64, i64), Option<i64>)> {
+    id_pair_rows(file, ["uid_a", "uid_b", "since"])
+}
+
+/// `((a, b), time)` of the named columns of one Parquet file (two ids and a timestamp), in
+/// file order.
+fn id_pair_rows(file: &Path, [a, b, time]: [&str; 3]) -> Vec<((i64, i64), Option<i64>)> {
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{Int64Type, TimestampMillisecondType};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -457,12 +450,16 @@ fn pair_rows(file: &Path) -> Vec<((i64, i64), Option<i64>)> {
     let mut rows = Vec::new();
     for batch in reader {
         let batch = batch.unwrap();
-        let a = batch.column(0).as_primitive::<Int64Type>();
-        let b = batch.column(1).as_primitive::<Int64Type>();
-        let since = batch.column(2).as_primitive::<TimestampMillisecondType>();
+        let column = |name: &str| batch.column_by_name(name).unwrap().clone();
+        let (ca, cb, ct) = (column(a), column(b), column(time));
+        let (ca, cb) = (
+            ca.as_primitive::<Int64Type>(),
+            cb.as_primitive::<Int64Type>(),
+        );
+        let ct = ct.as_primitive::<TimestampMillisecondType>();
         for i in 0..batch.num_rows() {
-            let t = since.is_valid(i).then(|| since.value(i));
-            rows.push(((a.value(i), b.value(i)), t));
+            let t = ct.is_valid(i).then(|| ct.value(i));
+            rows.push(((ca.value(i), cb.value(i)), t));
         }
     }
     rows
@@ -746,26 +743,7 @@ fn clean_follows_are_joined_part_by_part() {
 
 /// `((follower, followee), followed_at)` of one cleaned follows file.
 fn follow_rows(file: &Path) -> Vec<((i64, i64), Option<i64>)> {
-    use arrow::array::{Array, AsArray};
-    use arrow::datatypes::{Int64Type, TimestampMillisecondType};
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap())
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut rows = Vec::new();
-    for batch in reader {
-        let batch = batch.unwrap();
-        let column = |name: &str| batch.column_by_name(name).unwrap();
-        let (a, b) = (column("follower"), column("followee"));
-        let (a, b) = (a.as_primitive::<Int64Type>(), b.as_primitive::<Int64Type>());
-        let t = column("followed_at");
-        let t = t.as_primitive::<TimestampMillisecondType>();
-        for i in 0..batch.num_rows() {
-            rows.push(((a.value(i), b.value(i)), t.is_valid(i).then(|| t.value(i))));
-        }
-    }
-    rows
+    id_pair_rows(file, ["follower", "followee", "followed_at"])
 }
 
 #[test]

@@ -517,18 +517,30 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
-    /// Writes run `run`, `(pair, since)` rows sorted by pair, as `part-<run>.parquet`.
-    fn write(&self, run: usize, coder: &Coder, rows: &[(u64, i64)]) -> Result<()> {
-        let location = self.dir.join(&format!("part-{run:05}.parquet"));
-        let schema = friends_schema();
-        let mut writer = crate::partition::ParquetWriter::create(
+    /// Opens `<dir>/part-<part>.parquet` and counts it in `written`.
+    fn create(
+        &self,
+        dir: &Location,
+        part: usize,
+        schema: &SchemaRef,
+        props: &parquet::file::properties::WriterProperties,
+        written: &std::sync::atomic::AtomicUsize,
+    ) -> Result<crate::partition::ParquetWriter> {
+        let location = dir.join(&format!("part-{part:05}.parquet"));
+        let writer = crate::partition::ParquetWriter::create(
             &self.fs,
             &location,
             schema.clone(),
-            self.props.clone(),
+            props.clone(),
         )?;
-        self.written
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(writer)
+    }
+
+    /// Writes run `run`, `(pair, since)` rows sorted by pair, as `part-<run>.parquet`.
+    fn write(&self, run: usize, coder: &Coder, rows: &[(u64, i64)]) -> Result<()> {
+        let schema = friends_schema();
+        let mut writer = self.create(&self.dir, run, &schema, &self.props, &self.written)?;
         for chunk in rows.chunks(SINK_BATCH) {
             writer.write(&pair_batch(coder, &schema, chunk)?)?;
         }
@@ -538,16 +550,14 @@ impl RunFiles {
     /// Writes the friend counts a cursor gives (a range of codes) as the counts file
     /// `part-<part>.parquet`. Returns how many users it held.
     fn write_counts(&self, part: usize, coder: &Coder, counts: &mut CountCursor) -> Result<u64> {
-        let location = self.counts_dir.join(&format!("part-{part:05}.parquet"));
         let schema = counts_schema();
-        let mut writer = crate::partition::ParquetWriter::create(
-            &self.fs,
-            &location,
-            schema.clone(),
-            self.counts_props.clone(),
+        let mut writer = self.create(
+            &self.counts_dir,
+            part,
+            &schema,
+            &self.counts_props,
+            &self.counts_written,
         )?;
-        self.counts_written
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut users = 0;
         loop {
             let (mut uids, mut friends) = (Vec::new(), Vec::new());
