@@ -171,14 +171,24 @@ fn as_map(f: &Friends) -> BTreeMap<(i64, i64), Option<i64>> {
         .collect()
 }
 
-fn compute(dir: &Path, budget: u64, slice: Slice) -> Friends {
+/// An in-memory-API run over the Parquet files in `dir`.
+fn run_over(dir: &Path, budget: u64, slice: Slice) -> weibo_etl::error::Result<Friends> {
     let fs = FileSystems::new(LOCAL_NAMENODE);
     let options = FriendsOptions {
         memory_budget: budget,
         slice,
         spill_dir: None,
     };
-    friends::run(&fs, &[dir.to_string_lossy().into_owned()], &options).unwrap()
+    friends::run(&fs, &[dir.to_string_lossy().into_owned()], &options)
+}
+
+fn compute(dir: &Path, budget: u64, slice: Slice) -> Friends {
+    run_over(dir, budget, slice).unwrap()
+}
+
+/// The error of an in-memory run over `dir`, which must fail.
+fn refusal(dir: &Path) -> weibo_etl::error::Error {
+    run_over(dir, 1 << 30, Slice::ALL).expect_err("the input is refused")
 }
 
 /// A random graph: `users` ids from `base`, `spacing` apart, `edges` follows of which about
@@ -583,15 +593,7 @@ fn follows_from_other_writers_any_time_unit_and_codec() {
         )),
         Compression::SNAPPY,
     );
-    let fs = FileSystems::new(LOCAL_NAMENODE);
-    let options = FriendsOptions {
-        memory_budget: 1 << 30,
-        slice: Slice::ALL,
-        spill_dir: None,
-    };
-    let err = friends::run(&fs, &[folder.to_string_lossy().into_owned()], &options)
-        .expect_err("a text followed_at is refused");
-    let message = err.to_string();
+    let message = refusal(&folder).to_string();
     assert!(
         message.contains("f.parquet") && message.contains("not a timestamp"),
         "{message}"
@@ -639,14 +641,7 @@ fn ids_in_other_integer_types_give_the_same_pairs() {
         Arc::new(UInt64Array::from_iter_values([1, u64::MAX])),
         Arc::new(UInt64Array::from_iter_values([u64::MAX, 1])),
     );
-    let fs = FileSystems::new(LOCAL_NAMENODE);
-    let options = FriendsOptions {
-        memory_budget: 1 << 30,
-        slice: Slice::ALL,
-        spill_dir: None,
-    };
-    let err = friends::run(&fs, &[huge.to_string_lossy().into_owned()], &options)
-        .expect_err("an id beyond int64 is refused");
+    let err = refusal(&huge);
     assert!(err.to_string().contains("f.parquet"), "{err}");
 }
 

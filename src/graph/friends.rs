@@ -186,6 +186,16 @@ impl EdgeChunk {
             .as_ref()
             .and_then(|t| t.is_valid(i).then(|| t.value(i)))
     }
+
+    /// The follow times (ms) and their validity, when the chunk has times. A validity bitmap
+    /// with no null in it (Parquet readers give one for any optional column) is no bitmap:
+    /// the packing and scanning loops then skip a bit test per row.
+    fn times(&self) -> Option<(&[i64], Option<&arrow::buffer::NullBuffer>)> {
+        self.time.as_ref().map(|t| {
+            let nulls = t.nulls().filter(|n| n.null_count() > 0);
+            (t.values().as_ref(), nulls)
+        })
+    }
 }
 
 /// Reads the follower/followee/followed_at columns of the input Parquet files, chunk by chunk.
@@ -692,16 +702,17 @@ pub fn run_to(
         dictionary_encoded: matches!(coder, Coder::Dictionary(_)),
         ..FriendsStats::default()
     };
+    // How many user codes there may be: offsets up to the largest id, or dictionary ranks.
+    let codes = match &coder {
+        Coder::Offset(base) => max_id.wrapping_sub(*base) as u64 + 1,
+        Coder::Dictionary(ids) => ids.len() as u64,
+    };
     if partitions == 1 {
         let run_files = sink.run_files();
         // Codes few enough for an array of counters per thread (4 bytes a code, against the
         // 12 bytes an edge the budget allows).
-        let count_codes = match &coder {
-            Coder::Offset(base) => max_id.wrapping_sub(*base) as u64 + 1,
-            Coder::Dictionary(ids) => ids.len() as u64,
-        };
-        let count_codes = (edges_read > 0 && count_codes <= 2 * edges_read + (1 << 20))
-            .then_some(count_codes as usize);
+        let count_codes =
+            (edges_read > 0 && codes <= 2 * edges_read + (1 << 20)).then_some(codes as usize);
         let (pairs, runs, counts) = match input.pair_groups() {
             Some(groups) => {
                 let (pairs, counts) = mutual_by_pair_part(
@@ -758,10 +769,6 @@ pub fn run_to(
         }
         log::debug!("friends: output handed over, peak {} MB", peak_mb());
     } else {
-        let codes = match &coder {
-            Coder::Offset(base) => max_id.wrapping_sub(*base) as u64 + 1,
-            Coder::Dictionary(ids) => ids.len() as u64,
-        };
         let plan = CountPlan::new(codes, edges_read, partitions, options.memory_budget);
         mutual_out_of_core(&input, &coder, options, partitions, plan, &mut stats, sink)?;
     }
@@ -1108,12 +1115,7 @@ fn pack_into(
 #[inline(always)]
 fn pack_offsets(base: i64, c: &EdgeChunk, put: &mut impl FnMut(usize, PackedEdge)) -> bool {
     let (follower, followee) = (c.follower.values(), c.followee.values());
-    // A validity bitmap with no null in it (Parquet readers give one for any optional
-    // column) is no bitmap: the loops then skip a bit test per row.
-    let times = c.time.as_ref().map(|t| {
-        let nulls = t.nulls().filter(|n| n.null_count() > 0);
-        (t.values().as_ref(), nulls)
-    });
+    let times = c.times();
     match times {
         None => pack_offsets_with(base, follower, followee, put, |_| TIME_NONE),
         Some((ms, None)) => {
@@ -1172,10 +1174,9 @@ fn offset_edge(base: i64, follower: i64, followee: i64, time: u32) -> (PackedEdg
     (PackedEdge { key, time }, general)
 }
 
-/// [`pack_offsets`] straight into a [`TwoEnded`]'s cells, its state held in registers for
-/// the chunk (through the state in memory, the order checks were half the packing time).
-/// Returns false, with the state as it was, when the general path must pack the chunk (what
-/// was placed lies in free slots: forgetting it is enough).
+/// [`pack_offsets`] straight into a [`TwoEnded`]'s cells. Returns false, with the state as
+/// it was, when the general path must pack the chunk (what was placed lies in free slots:
+/// forgetting it is enough).
 fn place_offsets(
     base: i64,
     c: &EdgeChunk,
@@ -1183,12 +1184,7 @@ fn place_offsets(
     st: &mut TwoEndedState,
 ) -> bool {
     let (follower, followee) = (c.follower.values(), c.followee.values());
-    // A validity bitmap with no null in it (Parquet readers give one for any optional
-    // column) is no bitmap: the loops then skip a bit test per row.
-    let times = c.time.as_ref().map(|t| {
-        let nulls = t.nulls().filter(|n| n.null_count() > 0);
-        (t.values().as_ref(), nulls)
-    });
+    let times = c.times();
     match times {
         None => place_offsets_with(base, follower, followee, cells, st, |_| TIME_NONE),
         Some((ms, None)) => place_offsets_with(base, follower, followee, cells, st, |i| {
@@ -1213,41 +1209,16 @@ fn place_offsets_with(
     st: &mut TwoEndedState,
     time: impl Fn(usize) -> u32,
 ) -> bool {
-    let mut general = false;
-    let (mut forward, mut reverse) = (st.forward, st.reverse);
-    let (mut last_forward, mut last_reverse) = (st.last_forward, st.last_reverse);
-    let mut last_reverse_key = st.last_reverse_key;
-    let [mut up_f, mut strict_f, mut up_r, mut strict_r, mut up_rk, mut strict_rk] = st.broken;
-    let top = cells.len() - 1;
+    // A copy of the state, written back at the end: through `st` itself, in memory, the
+    // order checks were half the packing time; a local the compiler keeps in registers.
+    let (mut general, mut local) = (false, *st);
     for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
         let (edge, needs_general) = offset_edge(base, a, b, time(i));
         general |= needs_general;
-        let key = edge.key;
-        let rev = key & 1 == 1;
-        let swapped = (key >> 1).rotate_left(32);
-        up_f |= !rev & (last_forward > key);
-        strict_f |= !rev & (last_forward >= key);
-        up_r |= rev & (last_reverse > swapped);
-        strict_r |= rev & (last_reverse >= swapped);
-        up_rk |= rev & (last_reverse_key > key);
-        strict_rk |= rev & (last_reverse_key >= key);
-        last_forward = if rev { last_forward } else { key };
-        last_reverse = if rev { swapped } else { last_reverse };
-        last_reverse_key = if rev { key } else { last_reverse_key };
-        cells[forward] = edge;
-        cells[top - reverse] = edge;
-        forward += !rev as usize;
-        reverse += rev as usize;
+        TwoEnded::place(cells, &mut local, edge);
     }
     if !general {
-        *st = TwoEndedState {
-            forward,
-            reverse,
-            last_forward,
-            last_reverse,
-            last_reverse_key,
-            broken: [up_f, strict_f, up_r, strict_r, up_rk, strict_rk],
-        };
+        *st = local;
     }
     !general
 }
@@ -1499,7 +1470,6 @@ fn mutual_by_pair_part(
     stats: &mut FriendsStats,
 ) -> Result<(Pairs, Option<FriendCounts>)> {
     let started = std::time::Instant::now();
-    let stats_pairs = std::sync::atomic::AtomicU64::new(0);
     // One pair of buffers per thread, reused group after group (so only the largest group's
     // pages are ever touched, and never zeroed again).
     let buffers: Vec<std::sync::Mutex<GroupBuffers>> = (0..rayon::current_num_threads())
@@ -1537,11 +1507,12 @@ fn mutual_by_pair_part(
     let counters: Option<Vec<std::sync::Mutex<Vec<u32>>>> = run_files
         .and(count_codes)
         .map(|_| (0..buffers.len()).map(|_| Default::default()).collect());
-    let scanned: Vec<(ChunkScan, u64, bool)> = groups
+    let scanned: Vec<((ChunkScan, u64, bool), u64)> = groups
         .par_iter()
         .enumerate()
         .map(|(run, files)| {
             let mut joined = join(files)?;
+            let found = joined.0.pairs.len() as u64;
             if let Some(run_files) = run_files {
                 run_files.write(run, coder, &joined.0.pairs)?;
             }
@@ -1565,21 +1536,11 @@ fn mutual_by_pair_part(
                         *n += 1;
                     }
                 }
-                stats_pairs.fetch_add(
-                    joined.0.pairs.len() as u64,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
                 joined.0.pairs = Vec::new();
-            } else {
-                stats_pairs.fetch_add(
-                    joined.0.pairs.len() as u64,
-                    std::sync::atomic::Ordering::Relaxed,
-                );
             }
-            Ok(joined)
+            Ok((joined, found))
         })
         .collect::<Result<_>>()?;
-    stats.mutual_pairs = stats_pairs.into_inner();
     let counts = counters.map(|counters| {
         let mut arrays: Vec<Vec<u32>> = counters
             .into_iter()
@@ -1608,7 +1569,8 @@ fn mutual_by_pair_part(
     );
     let mut pairs = Pairs::default();
     stats.pair_parts = groups.len() as u32;
-    for (scan, selfs, streamed) in scanned {
+    for ((scan, selfs, streamed), found) in scanned {
+        stats.mutual_pairs += found;
         stats.streamed_parts += streamed as u32;
         stats.distinct_edges += scan.distinct;
         stats.duplicate_edges += scan.duplicates;
@@ -1683,12 +1645,7 @@ fn scan_pair_ordered(
     let (mut ordered, mut rows) = (true, 0u64);
     input.columns(file, None, true, &mut |c| {
         if ordered {
-            // A validity bitmap with no null in it (Parquet readers give one for any optional
-            // column) is no bitmap: the loops then skip a bit test per row.
-            let times = c.time.as_ref().map(|t| {
-                let nulls = t.nulls().filter(|n| n.null_count() > 0);
-                (t.values().as_ref(), nulls)
-            });
+            let times = c.times();
             let (follower, followee) = (c.follower.values(), c.followee.values());
             ordered = match times {
                 None => scan_ordered_with(
@@ -1760,11 +1717,10 @@ fn scan_ordered_with(
     let (mut found, mut broken) = (0, false);
     let mut last_key = last.0;
     for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
-        let (a, b) = (a.wrapping_sub(base) as u64, b.wrapping_sub(base) as u64);
-        let (small, large) = (a.min(b), a.max(b));
-        let key = (((small << 32) | large) << 1) | (a > b) as u64;
+        let (edge, general) = offset_edge(base, a, b, 0);
+        let key = edge.key;
         // In range, no self-edge, strictly after the row before (so not the same edge).
-        broken |= (large > MAX_CODE as u64) | (a == b) | (key <= last_key);
+        broken |= general | (key <= last_key);
         scratch[found] = (key >> 1, i);
         found += (key >> 1 == last_key >> 1) as usize;
         last_key = key;
