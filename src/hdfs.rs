@@ -237,6 +237,16 @@ pub struct FileEntry {
 pub struct FileSystems {
     default_fs: String,
     clients: Arc<Mutex<HashMap<String, Arc<HdfsClient>>>>,
+    /// Local files being made durable on threads of their own (see
+    /// [`AtomicFile::commit_unsynced`]), until [`FileSystems::sync_folder`] waits for them.
+    syncing: Arc<Mutex<Vec<PendingSync>>>,
+}
+
+/// An `fsync` running on a thread of its own.
+struct PendingSync {
+    folder: PathBuf,
+    file: Location,
+    thread: std::thread::JoinHandle<io::Result<()>>,
 }
 
 impl FileSystems {
@@ -244,6 +254,7 @@ impl FileSystems {
         FileSystems {
             default_fs: default_fs.into(),
             clients: Arc::default(),
+            syncing: Arc::default(),
         }
     }
 
@@ -517,6 +528,34 @@ impl FileSystems {
         file.commit()
     }
 
+    /// Waits until the files committed into a folder with [`AtomicFile::commit_unsynced`]
+    /// are durable, and reports the first that could not be made so. On HDFS a closed file
+    /// already is.
+    pub fn sync_folder(&self, dir: &Location) -> Result<()> {
+        let Location::Local(dir) = dir else {
+            return Ok(());
+        };
+        let mine: Vec<PendingSync> = {
+            let mut syncing = self.syncing.lock().unwrap_or_else(|e| e.into_inner());
+            let (mine, others) = std::mem::take(&mut *syncing)
+                .into_iter()
+                .partition(|p| p.folder == *dir);
+            *syncing = others;
+            mine
+        };
+        let mut first_error = None;
+        for pending in mine {
+            let done = pending
+                .thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the sync thread panicked")));
+            if let (Err(e), None) = (done, &first_error) {
+                first_error = Some(io_error("sync", &pending.file, e));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     pub fn mkdirs(&self, location: &Location) -> Result<()> {
         match location {
             Location::Hdfs { authority, path } => self
@@ -666,7 +705,22 @@ impl AtomicFile {
         &self.target
     }
 
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        self.close_and_rename(true)
+    }
+
+    /// Closes the file and renames it into place, and makes it durable on a thread of its
+    /// own: for the files of a staged folder, which is published only once
+    /// [`FileSystems::sync_folder`] has seen them all durable (see
+    /// [`crate::partition::commit`]). An `fsync` per file as each closed held the thread that
+    /// wrote it waiting on the disk, 2-5 ms a file; after the last one, the folder's files
+    /// synced at once waited as long as one journal commit of them all (30-45 ms for the
+    /// paper graph's friends).
+    pub fn commit_unsynced(self) -> Result<()> {
+        self.close_and_rename(false)
+    }
+
+    fn close_and_rename(mut self, sync: bool) -> Result<()> {
         match self.sink.take() {
             Some(Sink::Hdfs(w)) => {
                 let mut w = (*w)
@@ -678,7 +732,22 @@ impl AtomicFile {
                 let f = w
                     .into_inner()
                     .map_err(|e| io_error("write", &self.tmp, e.into_error()))?;
-                f.sync_all().map_err(|e| io_error("sync", &self.tmp, e))?;
+                match (sync, self.target.parent()) {
+                    (false, Some(Location::Local(folder))) => {
+                        // Renamed first: the thread syncs the file, whatever its name.
+                        self.fs.rename(&self.tmp, &self.target)?;
+                        let thread = std::thread::spawn(move || f.sync_all());
+                        let pending = PendingSync {
+                            folder,
+                            file: self.target.clone(),
+                            thread,
+                        };
+                        let mut syncing = self.fs.syncing.lock().unwrap_or_else(|e| e.into_inner());
+                        syncing.push(pending);
+                        return Ok(());
+                    }
+                    _ => f.sync_all().map_err(|e| io_error("sync", &self.tmp, e))?,
+                }
             }
             None => {}
         }
@@ -847,6 +916,32 @@ mod tests {
             .map(|e| e.location.file_name().unwrap())
             .collect();
         assert_eq!(names, vec!["out.txt"]);
+    }
+
+    #[test]
+    fn unsynced_commits_are_awaited_folder_by_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new(LOCAL_NAMENODE);
+        let (a, b) = (
+            Location::Local(dir.path().join("a")),
+            Location::Local(dir.path().join("b")),
+        );
+        for (folder, name) in [(&a, "1"), (&a, "2"), (&b, "1")] {
+            let mut file = fs.create_atomic(&folder.join(name)).unwrap();
+            file.write_all(name.as_bytes()).unwrap();
+            file.commit_unsynced().unwrap();
+            // In place at once; only its durability is pending.
+            assert_eq!(fs.read_to_vec(&folder.join(name)).unwrap(), name.as_bytes());
+        }
+        let pending = |fs: &FileSystems| -> Vec<PathBuf> {
+            let syncing = fs.syncing.lock().unwrap();
+            syncing.iter().map(|p| p.folder.clone()).collect()
+        };
+        assert_eq!(pending(&fs).len(), 3);
+        fs.sync_folder(&a).unwrap();
+        assert_eq!(pending(&fs), vec![dir.path().join("b")]);
+        fs.clone().sync_folder(&b).unwrap();
+        assert!(pending(&fs).is_empty());
     }
 
     #[test]

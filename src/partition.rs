@@ -70,6 +70,8 @@ pub fn typed_properties(schema: &SchemaRef) -> parquet::file::properties::Writer
 pub struct ParquetWriter {
     writer: ArrowWriter<crate::hdfs::AtomicFile>,
     location: Location,
+    /// In a staged folder, whose commit makes its files durable (see [`commit`]).
+    staged: bool,
 }
 
 impl ParquetWriter {
@@ -88,6 +90,21 @@ impl ParquetWriter {
         Ok(ParquetWriter {
             writer,
             location: location.clone(),
+            staged: false,
+        })
+    }
+
+    /// [`ParquetWriter::create`] for a file of a [`Staged`] folder: [`ParquetWriter::finish`]
+    /// then leaves making it durable to the folder's [`commit`], with all its other files.
+    pub fn create_staged(
+        fs: &FileSystems,
+        location: &Location,
+        schema: SchemaRef,
+        props: WriterProperties,
+    ) -> Result<ParquetWriter> {
+        Ok(ParquetWriter {
+            staged: true,
+            ..ParquetWriter::create(fs, location, schema, props)?
         })
     }
 
@@ -100,10 +117,15 @@ impl ParquetWriter {
     /// Writes the footer and moves the file into place.
     pub fn finish(self) -> Result<()> {
         let location = self.location;
-        self.writer
+        let file = self
+            .writer
             .into_inner()
-            .map_err(|e| parquet_error(&location, e))?
-            .commit()
+            .map_err(|e| parquet_error(&location, e))?;
+        if self.staged {
+            file.commit_unsynced()
+        } else {
+            file.commit()
+        }
     }
 
     /// Moves the writer to a thread of its own, so encoding and compressing this file
@@ -253,6 +275,9 @@ pub fn run_tag() -> String {
 /// Marks every staged folder complete, then moves each into place (replacing what was there).
 pub fn commit(fs: &FileSystems, staged: &[Staged]) -> Result<()> {
     for s in staged {
+        // Written with [`ParquetWriter::create_staged`] or committed unsynced: durable now,
+        // all at once, before anything says they are complete.
+        fs.sync_folder(&s.tmp)?;
         fs.write_atomic(&s.tmp.join("_SUCCESS"), b"")?;
     }
     for s in staged {
@@ -312,14 +337,24 @@ impl std::io::Read for ParquetFileRead {
     }
 }
 
-impl ChunkReader for ParquetFile {
-    type T = ParquetFileRead;
+/// Bytes read ahead for a page header. The Parquet reader decodes each page header (some
+/// 30-60 bytes from arrow-rs, a few hundred with statistics from other writers) through
+/// `get_read`, a byte or a varint at a time: unbuffered, each was a `pread` (an HDFS read
+/// call on HDFS), ~33 per page and 108 K for the paper follows, and the data pages
+/// themselves come through `get_bytes`, so a small buffer is all a header needs.
+const PAGE_HEADER_READ_AHEAD: usize = 1024;
 
-    fn get_read(&self, start: u64) -> parquet::errors::Result<ParquetFileRead> {
-        Ok(ParquetFileRead {
-            file: self.clone(),
-            position: start,
-        })
+impl ChunkReader for ParquetFile {
+    type T = std::io::BufReader<ParquetFileRead>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        Ok(std::io::BufReader::with_capacity(
+            PAGE_HEADER_READ_AHEAD,
+            ParquetFileRead {
+                file: self.clone(),
+                position: start,
+            },
+        ))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {

@@ -560,7 +560,7 @@ pub fn run(
                 source: e,
             })?;
         }
-        target.commit()?;
+        target.commit_unsynced()?;
         partition::commit(fs, &staged)
     })();
     if let Err(e) = result {
@@ -876,7 +876,7 @@ fn write_entity(
                     .build();
             }
             let mut writer =
-                partition::ParquetWriter::create(fs, &part, columns::schema(entity), props)?;
+                partition::ParquetWriter::create_staged(fs, &part, columns::schema(entity), props)?;
             let mut dangling = 0;
             let mut keys = Vec::new();
             for rows in winners.chunks(GATHER_ROWS) {

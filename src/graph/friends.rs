@@ -537,7 +537,7 @@ impl RunFiles {
         written: &std::sync::atomic::AtomicUsize,
     ) -> Result<crate::partition::ParquetWriter> {
         let location = dir.join(&format!("part-{part:05}.parquet"));
-        let writer = crate::partition::ParquetWriter::create(
+        let writer = crate::partition::ParquetWriter::create_staged(
             &self.fs,
             &location,
             schema.clone(),
@@ -2631,7 +2631,7 @@ impl FriendsWriter {
     /// The counts file written batch by batch, opened on the first batch.
     fn counts_writer(&mut self) -> Result<&mut BackgroundParquetWriter> {
         if self.counts.is_none() {
-            let writer = crate::partition::ParquetWriter::create(
+            let writer = crate::partition::ParquetWriter::create_staged(
                 &self.fs,
                 &self.staged[1].tmp.join("part-00000.parquet"),
                 counts_schema(),
@@ -2654,7 +2654,7 @@ impl FriendsWriter {
                 self.pair_files += 1;
                 let location = self.staged[0].tmp.join(&format!("part-{part:05}.parquet"));
                 let props = self.pairs_props.clone();
-                let writer = crate::partition::ParquetWriter::create(
+                let writer = crate::partition::ParquetWriter::create_staged(
                     &self.fs,
                     &location,
                     friends_schema(),
