@@ -732,12 +732,16 @@ pub fn run_to(
                 (pairs, Runs::Dealt, None)
             }
         };
-        let counts = counts.unwrap_or_else(|| friend_counts(&pairs));
+        let counts = match counts {
+            Some(counts) => counts,
+            None => friend_counts(&pairs)?,
+        };
         log::debug!("friends: friends counted, peak {} MB", peak_mb());
         match (&run_files, &counts) {
             // Runs written by the join leave only the counts, which are written the same
             // way: a file per range of codes, each on a thread of its own.
             (Some(files), FriendCounts::Dense(by_code)) if runs == Runs::PerList => {
+                let by_code = by_code.as_slice();
                 let step = by_code
                     .len()
                     .div_ceil(rayon::current_num_threads().max(1))
@@ -787,7 +791,7 @@ enum FriendCounts {
     /// Indexed by code: codes span little more than the users who have friends (offsets from
     /// the smallest id of one crawl, or dictionary ranks), so counting in place beats
     /// sorting the pair ends (that sort was a tenth of the run on the paper graph).
-    Dense(Vec<u32>),
+    Dense(CodeCounts),
     /// The pair ends, sorted: when codes are too sparse for an array.
     SortedEnds(Vec<u64>),
 }
@@ -797,7 +801,7 @@ impl FriendCounts {
     fn cursor(&self) -> CountCursor<'_> {
         match self {
             FriendCounts::Dense(by_code) => CountCursor::Dense {
-                by_code,
+                by_code: by_code.as_slice(),
                 at: 0,
                 base: 0,
             },
@@ -867,7 +871,7 @@ fn runs_of(sorted: &[u64]) -> impl Iterator<Item = (u64, u64)> + '_ {
         .map(|run| (run[0], run.len() as u64))
 }
 
-fn friend_counts(pairs: &Pairs) -> FriendCounts {
+fn friend_counts(pairs: &Pairs) -> Result<FriendCounts> {
     let ends = || pairs.iter().flat_map(|(p, _)| [p >> 32, p & 0xffff_ffff]);
     let span = pairs
         .iter()
@@ -880,11 +884,12 @@ fn friend_counts(pairs: &Pairs) -> FriendCounts {
         // Each thread owns a range of codes and counts the ends that fall in it: the large
         // ends land all over the array, and one thread incrementing them in turn spent most
         // of its time waiting on memory (shared atomic counters would serialise instead).
-        let mut by_code = vec![0u32; span as usize];
+        let mut by_code = CodeCounts::new(span as usize)?;
         let step = (span as usize)
             .div_ceil(rayon::current_num_threads().max(1))
             .max(1);
         by_code
+            .as_mut_slice()
             .par_chunks_mut(step)
             .enumerate()
             .for_each(|(i, counts)| {
@@ -902,11 +907,11 @@ fn friend_counts(pairs: &Pairs) -> FriendCounts {
                     }
                 }
             });
-        FriendCounts::Dense(by_code)
+        Ok(FriendCounts::Dense(by_code))
     } else {
         let mut sorted: Vec<u64> = ends().collect();
         rdst::RadixSort::radix_sort_unstable(&mut sorted);
-        FriendCounts::SortedEnds(sorted)
+        Ok(FriendCounts::SortedEnds(sorted))
     }
 }
 
@@ -1046,6 +1051,46 @@ impl EdgeArray {
         // SAFETY: the mapping is page-aligned (PackedEdge needs 4), at least `len` edges
         // long, zeroed (a valid PackedEdge) and borrowed mutably with `self`.
         unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().cast(), self.len) }
+    }
+}
+
+/// Friend counts by user code, in a zeroed anonymous mapping of their own (like
+/// [`EdgeArray`]): the kernel zeroes each page as the first count lands in it, on whichever
+/// thread counts it. A vector of atomic counters was zeroed and paged in by one thread before
+/// any part could be joined (5 % of the paper graph's CPU, all of it on the way in).
+struct CodeCounts {
+    map: memmap2::MmapMut,
+    len: usize,
+}
+
+impl CodeCounts {
+    fn new(len: usize) -> Result<CodeCounts> {
+        let bytes = (len * 4).max(1);
+        let map = memmap2::MmapMut::map_anon(bytes).map_err(|e| Error::Io {
+            op: "map memory for the friend counts",
+            path: format!("{bytes} bytes"),
+            source: e,
+        })?;
+        Ok(CodeCounts { map, len })
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        // SAFETY: the mapping is page-aligned (u32 needs 4) and `len` counts long; any bytes
+        // are a valid u32; an atomic view ([`CodeCounts::atomic`]) borrows `self` mutably,
+        // so none is alive.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().cast(), self.len) }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u32] {
+        // SAFETY: as in `as_slice`, borrowed mutably with `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().cast(), self.len) }
+    }
+
+    /// The counters, for threads to add to at once.
+    fn atomic(&mut self) -> &[std::sync::atomic::AtomicU32] {
+        // SAFETY: AtomicU32 has the size, alignment and bit validity of u32; the mutable
+        // borrow of `self` keeps any plain view away while the atomic one lives.
+        unsafe { std::slice::from_raw_parts(self.map.as_mut_ptr().cast(), self.len) }
     }
 }
 
@@ -1481,7 +1526,8 @@ fn mutual_by_pair_part(
         let buffers = &mut *guard;
         if let [file] = files[..] {
             let found = std::mem::take(&mut buffers.found);
-            let scanned = scan_pair_ordered(input, file, coder, slice, found, &mut buffers.scratch)?;
+            let scanned =
+                scan_pair_ordered(input, file, coder, slice, found, &mut buffers.scratch)?;
             match scanned {
                 Ok(scan) => return Ok((scan, 0, true)),
                 Err(found) => buffers.found = found,
@@ -1509,9 +1555,11 @@ fn mutual_by_pair_part(
     // third of its memory). Shared atomic counters rather than an array per thread added
     // up at the end: as fast (the increments land at random either way, and wait on memory,
     // not on each other), and 29 MB less on the paper graph.
-    let counters: Option<Vec<std::sync::atomic::AtomicU32>> = run_files
-        .and(count_codes)
-        .map(|codes| (0..codes).map(|_| Default::default()).collect());
+    let mut counts = match run_files.and(count_codes) {
+        Some(codes) => Some(CodeCounts::new(codes)?),
+        None => None,
+    };
+    let counters = counts.as_mut().map(CodeCounts::atomic);
     let scanned: Vec<((ChunkScan, u64, bool), u64)> = groups
         .par_iter()
         .enumerate()
@@ -1549,10 +1597,7 @@ fn mutual_by_pair_part(
             Ok((joined, found))
         })
         .collect::<Result<_>>()?;
-    let counts = counters.map(|counters| {
-        let sum: Vec<u32> = counters.into_iter().map(|n| n.into_inner()).collect();
-        FriendCounts::Dense(sum)
-    });
+    let counts = counts.map(FriendCounts::Dense);
     log::debug!(
         "friends: {} pair parts scanned at {:?}, peak {} MB",
         groups.len(),
@@ -2831,15 +2876,15 @@ mod tests {
             }
         };
         let close = [pair(0, 3), pair(0, 7), pair(3, 7), pair(5, 6), pair(6, 9)];
-        let counts = friend_counts(&Pairs(vec![close[..2].to_vec(), close[2..].to_vec()]));
+        let counts = friend_counts(&Pairs(vec![close[..2].to_vec(), close[2..].to_vec()])).unwrap();
         assert!(matches!(counts, FriendCounts::Dense(_)));
         assert_eq!(drain(&counts), naive(&close));
         // A few pairs among codes millions apart: the ends are sorted instead.
         let far = [pair(2, 9_000_000), pair(9_000_000, 40_000_000), pair(2, 5)];
-        let counts = friend_counts(&Pairs(vec![far.to_vec()]));
+        let counts = friend_counts(&Pairs(vec![far.to_vec()])).unwrap();
         assert!(matches!(counts, FriendCounts::SortedEnds(_)));
         assert_eq!(drain(&counts), naive(&far));
-        assert_eq!(drain(&friend_counts(&Pairs::default())), vec![]);
+        assert_eq!(drain(&friend_counts(&Pairs::default()).unwrap()), vec![]);
     }
 
     /// `(key, time code)` of packed edges.
