@@ -26,6 +26,9 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 
+/// Rows per batch read by [`OpenedParquet::read_columns`].
+const READ_BATCH_ROWS: usize = 16 * 1024;
+
 /// Rows per Parquet row group.
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
@@ -438,8 +441,9 @@ impl OpenedParquet {
     }
 
     /// Streams the top-level `columns` the file has (the others, a user's kilobyte of
-    /// description say, are never decompressed) in 64 K-row batches, of one row group or of
-    /// the whole file when `None`.
+    /// description say, are never decompressed) in 16 K-row batches, of one row group or of
+    /// the whole file when `None`. Batches that size are read while they are still in cache
+    /// (three id columns take 384 KiB): 64 K rows made friends 5 % slower on the paper graph.
     pub fn read_columns(
         &self,
         row_group: Option<usize>,
@@ -456,7 +460,9 @@ impl OpenedParquet {
             .map(|(i, _)| i)
             .collect();
         let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
-        let builder = builder.with_projection(mask).with_batch_size(64 * 1024);
+        let builder = builder
+            .with_projection(mask)
+            .with_batch_size(READ_BATCH_ROWS);
         let builder = match row_group {
             Some(i) => builder.with_row_groups(vec![i]),
             None => builder,
