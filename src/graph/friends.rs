@@ -2929,17 +2929,42 @@ mod tests {
             .collect()
     }
 
+    /// Friends per code of `pairs`, counted the obvious way.
+    fn naive_counts(pairs: &[(u64, i64)]) -> Vec<(u64, u64)> {
+        let mut by_code: BTreeMap<u64, u64> = BTreeMap::new();
+        for (p, _) in pairs {
+            *by_code.entry(p >> 32).or_default() += 1;
+            *by_code.entry(p & 0xffff_ffff).or_default() += 1;
+        }
+        by_code.into_iter().collect()
+    }
+
+    /// A pair of codes, its time unknown.
+    fn code_pair(a: u64, b: u64) -> (u64, i64) {
+        ((a << 32) | b, NO_TIME)
+    }
+
+    /// Every `(code, friends)` a cursor gives, drained `batch` users at a time through a coder
+    /// that adds `base`.
+    fn drain_counts(cursor: &mut CountCursor, base: i64, batch: usize) -> Vec<(u64, u64)> {
+        let (mut uids, mut friends, mut all) = (vec![], vec![], vec![]);
+        loop {
+            cursor.next_batch(&Coder::Offset(base), &mut uids, &mut friends, batch);
+            if uids.is_empty() {
+                return all;
+            }
+            assert!(uids.len() <= batch);
+            all.extend(
+                uids.iter()
+                    .map(|u| (*u - base) as u64)
+                    .zip(friends.iter().map(|n| *n as u64)),
+            );
+        }
+    }
+
     #[test]
     fn ends_counted_by_bucket_match_the_naive_count() {
-        let naive = |pairs: &[(u64, i64)]| {
-            let mut by_code: BTreeMap<u64, u64> = BTreeMap::new();
-            for (p, _) in pairs {
-                *by_code.entry(p >> 32).or_default() += 1;
-                *by_code.entry(p & 0xffff_ffff).or_default() += 1;
-            }
-            by_code.into_iter().collect::<Vec<_>>()
-        };
-        let pair = |a: u64, b: u64| ((a << 32) | b, NO_TIME);
+        let pair = code_pair;
         let span = 1u64 << END_BUCKET_SHIFT;
         // Ends on both sides of bucket edges, the last code included, from two threads.
         let (one, two) = (
@@ -2967,32 +2992,16 @@ mod tests {
             .chain(&[pair(5, span)])
             .copied()
             .collect();
-        // Drained two users at a time, whole or in the ranges of buckets the threads write.
-        let drain = |cursor: &mut CountCursor| {
-            let (mut uids, mut friends, mut out) = (vec![], vec![], vec![]);
-            loop {
-                cursor.next_batch(&Coder::Offset(0), &mut uids, &mut friends, 2);
-                if uids.is_empty() {
-                    return out;
-                }
-                out.extend(
-                    uids.iter()
-                        .map(|&u| u as u64)
-                        .zip(friends.iter().map(|&n| n as u64)),
-                );
-            }
-        };
-        assert_eq!(
-            drain(&mut FriendCounts::Buckets(ends).cursor()),
-            naive(&all)
-        );
+        // Whole, or in the ranges of buckets the threads write, two users at a time.
+        let counts = FriendCounts::Buckets(ends);
+        assert_eq!(drain_counts(&mut counts.cursor(), 0, 2), naive_counts(&all));
         let ends = EndBuckets::new(codes, 1);
         assert!(ends.add(0, &all));
         let ends = ends.finish();
-        let mut split = drain(&mut ends.cursor(0..1));
-        split.extend(drain(&mut ends.cursor(1..3)));
-        split.extend(drain(&mut ends.cursor(3..4)));
-        assert_eq!(split, naive(&all));
+        let mut split = drain_counts(&mut ends.cursor(0..1), 0, 2);
+        split.extend(drain_counts(&mut ends.cursor(1..3), 0, 2));
+        split.extend(drain_counts(&mut ends.cursor(3..4), 0, 2));
+        assert_eq!(split, naive_counts(&all));
         // An id past the codes the footers announced is refused, not counted elsewhere.
         let ends = EndBuckets::new(codes, 1);
         assert!(!ends.add(0, &[pair(1, codes)]));
@@ -3001,42 +3010,19 @@ mod tests {
 
     #[test]
     fn friend_counts_are_the_same_dense_or_sorted() {
-        let naive = |pairs: &[(u64, i64)]| {
-            let mut by_code: BTreeMap<u64, u64> = BTreeMap::new();
-            for (p, _) in pairs {
-                *by_code.entry(p >> 32).or_default() += 1;
-                *by_code.entry(p & 0xffff_ffff).or_default() += 1;
-            }
-            by_code.into_iter().collect::<Vec<_>>()
-        };
-        let pair = |a: u64, b: u64| ((a << 32) | b, NO_TIME);
-        // Codes close together: counted in an array.
+        let pair = code_pair;
         // Drained three users at a time, through a coder that adds 100.
-        let drain = |counts: &FriendCounts| {
-            let mut cursor = counts.cursor();
-            let (mut uids, mut friends, mut all) = (vec![], vec![], vec![]);
-            loop {
-                cursor.next_batch(&Coder::Offset(100), &mut uids, &mut friends, 3);
-                if uids.is_empty() {
-                    return all;
-                }
-                assert!(uids.len() <= 3);
-                all.extend(
-                    uids.iter()
-                        .map(|u| *u as u64 - 100)
-                        .zip(friends.iter().map(|n| *n as u64)),
-                );
-            }
-        };
+        let drain = |counts: &FriendCounts| drain_counts(&mut counts.cursor(), 100, 3);
+        // Codes close together: counted in an array.
         let close = [pair(0, 3), pair(0, 7), pair(3, 7), pair(5, 6), pair(6, 9)];
         let counts = friend_counts(&Pairs(vec![close[..2].to_vec(), close[2..].to_vec()]));
         assert!(matches!(counts, FriendCounts::Dense(_)));
-        assert_eq!(drain(&counts), naive(&close));
+        assert_eq!(drain(&counts), naive_counts(&close));
         // A few pairs among codes millions apart: the ends are sorted instead.
         let far = [pair(2, 9_000_000), pair(9_000_000, 40_000_000), pair(2, 5)];
         let counts = friend_counts(&Pairs(vec![far.to_vec()]));
         assert!(matches!(counts, FriendCounts::SortedEnds(_)));
-        assert_eq!(drain(&counts), naive(&far));
+        assert_eq!(drain(&counts), naive_counts(&far));
         assert_eq!(drain(&friend_counts(&Pairs::default())), vec![]);
     }
 
