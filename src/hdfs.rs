@@ -10,6 +10,9 @@
 //!   bytes are durable (closed on HDFS, `fsync`ed locally); until then it sits under a hidden
 //!   temporary name (`_tmp.*`) in the same folder, and is deleted if the writer is dropped
 //!   without [`AtomicFile::commit`]. A reader never sees half a file under a final name.
+//!   [`AtomicFile::commit_unsynced`] is for the files of a hidden staged folder: it renames
+//!   at once and syncs on a thread of its own, and [`FileSystems::sync_folder`] waits for
+//!   every such file of a folder before the folder may be published.
 //! - Names starting with `_` or `.` are hidden, as in Hadoop: folder expansion skips them, so
 //!   `_SUCCESS` markers, `_rejects` and temporary files never count as input data.
 //! - An HDFS NameNode that refuses or drops the connection is reported as

@@ -3,8 +3,9 @@
 //!
 //! Invariants: a reader listing `<table>/dt=<date>/` sees either the previous complete
 //! partition, nothing (for the instant between delete and rename), or the new complete one
-//! with its `_SUCCESS`; never half of one. Staged folders of a failed run are removed, and
-//! are hidden (`_` prefix) in any case.
+//! with its `_SUCCESS`; never half of one. `_SUCCESS` is written only once every file of the
+//! staged folder is durable. Staged folders of a failed run are removed, and are hidden (`_`
+//! prefix) in any case.
 //!
 //! Reading goes through [`open_parquet`]: positioned reads of the footer and of the column
 //! chunks a projection needs, so a reader never holds a whole file and on HDFS fetches only
