@@ -240,10 +240,13 @@ pub struct FileEntry {
 pub struct FileSystems {
     default_fs: String,
     clients: Arc<Mutex<HashMap<String, Arc<HdfsClient>>>>,
-    /// Local files being made durable on threads of their own (see
-    /// [`AtomicFile::commit_unsynced`]), until [`FileSystems::sync_folder`] waits for them.
-    syncing: Arc<Mutex<Vec<PendingSync>>>,
 }
+
+/// Local files being made durable on threads of their own (see
+/// [`AtomicFile::commit_unsynced`]), until [`FileSystems::sync_folder`] waits for them. One
+/// list for the process, so that whichever `FileSystems` commits a folder waits for every
+/// file written into it.
+static SYNCING: Mutex<Vec<PendingSync>> = Mutex::new(Vec::new());
 
 /// An `fsync` running on a thread of its own.
 struct PendingSync {
@@ -257,7 +260,6 @@ impl FileSystems {
         FileSystems {
             default_fs: default_fs.into(),
             clients: Arc::default(),
-            syncing: Arc::default(),
         }
     }
 
@@ -539,7 +541,7 @@ impl FileSystems {
             return Ok(());
         };
         let mine: Vec<PendingSync> = {
-            let mut syncing = self.syncing.lock().unwrap_or_else(|e| e.into_inner());
+            let mut syncing = SYNCING.lock().unwrap_or_else(|e| e.into_inner());
             let (mine, others) = std::mem::take(&mut *syncing)
                 .into_iter()
                 .partition(|p| p.folder == *dir);
@@ -745,7 +747,7 @@ impl AtomicFile {
                             file: self.target.clone(),
                             thread,
                         };
-                        let mut syncing = self.fs.syncing.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut syncing = SYNCING.lock().unwrap_or_else(|e| e.into_inner());
                         syncing.push(pending);
                         return Ok(());
                     }
@@ -936,15 +938,18 @@ mod tests {
             // In place at once; only its durability is pending.
             assert_eq!(fs.read_to_vec(&folder.join(name)).unwrap(), name.as_bytes());
         }
-        let pending = |fs: &FileSystems| -> Vec<PathBuf> {
-            let syncing = fs.syncing.lock().unwrap();
-            syncing.iter().map(|p| p.folder.clone()).collect()
+        // Other tests may have syncs of their own pending: only this one's folders count.
+        let pending = || -> Vec<PathBuf> {
+            let syncing = SYNCING.lock().unwrap();
+            let folders = syncing.iter().map(|p| p.folder.clone());
+            folders.filter(|f| f.starts_with(dir.path())).collect()
         };
-        assert_eq!(pending(&fs).len(), 3);
+        assert_eq!(pending().len(), 3);
         fs.sync_folder(&a).unwrap();
-        assert_eq!(pending(&fs), vec![dir.path().join("b")]);
-        fs.clone().sync_folder(&b).unwrap();
-        assert!(pending(&fs).is_empty());
+        assert_eq!(pending(), vec![dir.path().join("b")]);
+        // Another file system value waits for them just the same.
+        FileSystems::new(LOCAL_NAMENODE).sync_folder(&b).unwrap();
+        assert!(pending().is_empty());
     }
 
     #[test]
