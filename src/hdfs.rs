@@ -817,6 +817,11 @@ impl RandomAccessFile {
         &self.location
     }
 
+    /// On HDFS, where every read is a call to a DataNode.
+    pub fn is_hdfs(&self) -> bool {
+        matches!(self.inner, RandomAccess::Hdfs(_))
+    }
+
     /// Fills `buf` from `offset`; reading past the end is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         match &self.inner {

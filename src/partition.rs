@@ -317,11 +317,79 @@ pub fn committed_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry
 
 /// A Parquet file on HDFS or local disk, read by position.
 #[derive(Clone)]
-pub struct ParquetFile(Arc<RandomAccessFile>);
+pub struct ParquetFile {
+    file: Arc<RandomAccessFile>,
+    /// On HDFS, the stretches read last (see [`HDFS_READ_AHEAD`]).
+    stretches: Option<Stretches>,
+}
+
+/// Stretches of a file read ahead, by offset, oldest first.
+type Stretches = Arc<std::sync::Mutex<Vec<(u64, Bytes)>>>;
+
+/// Bytes an HDFS read of a [`ParquetFile`] fetches at once, and how many such stretches a
+/// reader keeps. The Parquet reader asks for a page at a time (some 3,200 pages of 60-160 KB
+/// in the paper follows), and each ask was an HDFS read of its own: friends took 2.3-3.0 s
+/// over the paper follows on HDFS against 0.43 s on local disk, and takes 1.1-1.2 s with
+/// stretches of 1 MiB (4 MiB: 1.0 s, but 50 MB more memory). A row group's column chunks lie
+/// side by side, so one stretch serves the pages of all the columns decoded together, and
+/// the next is read when a page runs past it. Each reader has stretches of its own
+/// ([`ParquetFile::for_reading`]), dropped with it.
+const HDFS_READ_AHEAD: usize = 1 << 20;
+const HDFS_STRETCHES: usize = 2;
+
+impl ParquetFile {
+    fn new(file: RandomAccessFile) -> ParquetFile {
+        ParquetFile {
+            file: Arc::new(file),
+            stretches: None,
+        }
+        .for_reading()
+    }
+
+    /// The same file with no stretch read yet: for one reader, which drops them with it.
+    fn for_reading(&self) -> ParquetFile {
+        ParquetFile {
+            file: self.file.clone(),
+            stretches: self.file.is_hdfs().then(Default::default),
+        }
+    }
+
+    /// `length` bytes from `start`: on local disk read as asked (the page cache is the
+    /// read-ahead), on HDFS out of a stretch read ahead.
+    fn read_at(&self, start: u64, length: usize) -> std::io::Result<Bytes> {
+        let Some(stretches) = &self.stretches else {
+            let mut buf = vec![0u8; length];
+            self.file.read_exact_at(&mut buf, start)?;
+            return Ok(Bytes::from(buf));
+        };
+        let end = start + length as u64;
+        let held = |s: &(u64, Bytes)| s.0 <= start && end <= s.0 + s.1.len() as u64;
+        {
+            let mut stretches = stretches.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(at) = stretches.iter().position(held) {
+                let (from, bytes) = stretches.remove(at);
+                let slice = bytes.slice((start - from) as usize..(end - from) as usize);
+                stretches.push((from, bytes));
+                return Ok(slice);
+            }
+        }
+        // Read without the lock: other threads may be reading other row groups of the file.
+        let left = self.file.len().saturating_sub(start) as usize;
+        let mut buf = vec![0u8; length.max(HDFS_READ_AHEAD.min(left))];
+        self.file.read_exact_at(&mut buf, start)?;
+        let bytes = Bytes::from(buf);
+        let mut stretches = stretches.lock().unwrap_or_else(|e| e.into_inner());
+        if stretches.len() == HDFS_STRETCHES {
+            stretches.remove(0);
+        }
+        stretches.push((start, bytes.clone()));
+        Ok(bytes.slice(..length))
+    }
+}
 
 impl Length for ParquetFile {
     fn len(&self) -> u64 {
-        self.0.len()
+        self.file.len()
     }
 }
 
@@ -333,9 +401,13 @@ pub struct ParquetFileRead {
 
 impl std::io::Read for ParquetFileRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let left = self.file.0.len().saturating_sub(self.position);
+        let left = self.file.len().saturating_sub(self.position);
         let n = (buf.len() as u64).min(left) as usize;
-        self.file.0.read_exact_at(&mut buf[..n], self.position)?;
+        if self.file.stretches.is_some() {
+            buf[..n].copy_from_slice(&self.file.read_at(self.position, n)?);
+        } else {
+            self.file.file.read_exact_at(&mut buf[..n], self.position)?;
+        }
         self.position += n as u64;
         Ok(n)
     }
@@ -362,11 +434,8 @@ impl ChunkReader for ParquetFile {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        let mut buf = vec![0u8; length];
-        self.0
-            .read_exact_at(&mut buf, start)
-            .map_err(|e| ParquetError::External(Box::new(e)))?;
-        Ok(Bytes::from(buf))
+        self.read_at(start, length)
+            .map_err(|e| ParquetError::External(Box::new(e)))
     }
 }
 
@@ -401,7 +470,7 @@ pub struct OpenedParquet {
 
 impl OpenedParquet {
     pub fn open(fs: &FileSystems, file: &FileEntry) -> Result<OpenedParquet> {
-        let source = ParquetFile(Arc::new(fs.open_random(&file.location)?));
+        let source = ParquetFile::new(fs.open_random(&file.location)?);
         let metadata = ArrowReaderMetadata::load(&source, Default::default()).map_err(|e| {
             Error::BadInput {
                 path: file.location.to_string(),
@@ -411,7 +480,8 @@ impl OpenedParquet {
         })?;
         Ok(OpenedParquet {
             file: file.clone(),
-            source,
+            // Without the footer's stretch: a file opened is kept for the whole run.
+            source: source.for_reading(),
             metadata,
         })
     }
@@ -436,7 +506,7 @@ impl OpenedParquet {
     /// A reader of the whole file, on the footer read at opening.
     pub fn builder(&self) -> ParquetRecordBatchReaderBuilder<ParquetFile> {
         ParquetRecordBatchReaderBuilder::new_with_metadata(
-            self.source.clone(),
+            self.source.for_reading(),
             self.metadata.clone(),
         )
     }

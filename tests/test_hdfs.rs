@@ -123,3 +123,91 @@ fn cli_put_ls_cat_roundtrip() {
     let location = Location::parse(&url, cluster::HDFS).unwrap();
     assert!(location.is_hdfs());
 }
+
+#[test]
+fn parquet_read_from_hdfs_in_stretches_equals_the_local_read() {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch};
+    use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    use parquet::file::properties::WriterProperties;
+    use weibo_etl::partition::{read_parquet_columns, write_parquet, OpenedParquet};
+
+    let fs = fs();
+    // ~9.6 MB of plain, uncompressed, incompressible ids in many pages and row groups: the
+    // HDFS reader reads 1 MiB stretches ahead, so pages straddle their ends.
+    let rows = 400_000;
+    let ids = |seed: usize| -> ArrayRef {
+        let bytes = pattern(rows * 8 + seed);
+        let values = bytes[seed..]
+            .chunks(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()));
+        Arc::new(values.collect::<Int64Array>())
+    };
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Int64, false),
+        Field::new("b", DataType::Int64, false),
+        Field::new("c", DataType::Int64, false),
+    ]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![ids(1), ids(2), ids(3)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_max_row_group_row_count(Some(70_000))
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let local = Location::Local(dir.path().join("ids.parquet"));
+    write_parquet(&fs, &local, schema, props, Some(&batch)).unwrap();
+    let remote = fs
+        .parse(&format!(
+            "hdfs:///it/hdfs_{}/stretches/ids.parquet",
+            std::process::id()
+        ))
+        .unwrap();
+    fs.write_atomic(
+        &remote,
+        &std::fs::read(dir.path().join("ids.parquet")).unwrap(),
+    )
+    .unwrap();
+
+    let column = |location: &Location, columns: &[&str]| -> Vec<Vec<i64>> {
+        let entry = fs.status(location).unwrap().unwrap();
+        let mut out = vec![Vec::new(); columns.len()];
+        read_parquet_columns(&fs, &entry, columns, &mut |b| {
+            for (i, name) in columns.iter().enumerate() {
+                let values = b.column_by_name(name).unwrap().as_primitive::<Int64Type>();
+                out[i].extend(values.values().iter());
+            }
+            Ok(())
+        })
+        .unwrap();
+        out
+    };
+    let expected: Vec<Vec<i64>> = (0..3)
+        .map(|i| {
+            batch
+                .column(i)
+                .as_primitive::<Int64Type>()
+                .values()
+                .to_vec()
+        })
+        .collect();
+    assert_eq!(column(&local, &["a", "b", "c"]), expected);
+    assert_eq!(column(&remote, &["a", "b", "c"]), expected);
+    // Two of three columns, so stretches also skip bytes; and one row group alone.
+    assert_eq!(
+        column(&remote, &["a", "c"]),
+        vec![expected[0].clone(), expected[2].clone()]
+    );
+    let opened = OpenedParquet::open(&fs, &fs.status(&remote).unwrap().unwrap()).unwrap();
+    let mut third: Vec<i64> = Vec::new();
+    opened
+        .read_columns(Some(3), &["b"], &mut |b| {
+            let values = b.column(0).as_primitive::<Int64Type>();
+            assert_eq!(values.null_count(), 0);
+            third.extend(values.values().iter());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(third, expected[1][210_000..280_000]);
+    fs.delete(&remote.parent().unwrap()).unwrap();
+}
