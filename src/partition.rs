@@ -339,11 +339,11 @@ const HDFS_STRETCHES: usize = 2;
 
 impl ParquetFile {
     fn new(file: RandomAccessFile) -> ParquetFile {
+        let file = Arc::new(file);
         ParquetFile {
-            file: Arc::new(file),
-            stretches: None,
+            stretches: file.is_hdfs().then(Default::default),
+            file,
         }
-        .for_reading()
     }
 
     /// The same file with no stretch read yet: for one reader, which drops them with it.
@@ -403,11 +403,7 @@ impl std::io::Read for ParquetFileRead {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let left = self.file.len().saturating_sub(self.position);
         let n = (buf.len() as u64).min(left) as usize;
-        if self.file.stretches.is_some() {
-            buf[..n].copy_from_slice(&self.file.read_at(self.position, n)?);
-        } else {
-            self.file.file.read_exact_at(&mut buf[..n], self.position)?;
-        }
+        buf[..n].copy_from_slice(&self.file.read_at(self.position, n)?);
         self.position += n as u64;
         Ok(n)
     }

@@ -17,10 +17,11 @@
 //! one crawl span a few million), which the radix sort turns into fewer levels.
 //!
 //! Clean writes follows in parts by canonical pair (both directions of a pair in one part,
-//! each part sorted by `(follower, followee)`, its footer saying `p/N`). Such input is
-//! joined a part at a time, each on one thread in buffers of one part's edges: the edges
-//! where the small id follows are then already in pair order, the others need only a stable
-//! sort by their small id, and one merge of the two finds the pairs. Each part's pairs make
+//! each part sorted by `(min id, max id, follower)`, its footer saying `p/N`). Such input is
+//! joined a part at a time, each on one thread: a part as clean writes it in one pass (a
+//! pair's two directions are neighbouring rows); several dates of a part, or a part in
+//! another order, in buffers of that part's edges, where each direction is sorted only if
+//! it did not come sorted and one merge of the two finds the pairs. Each part's pairs make
 //! one sorted output file. Any other input takes the general path below.
 //!
 //! Out of core: when the packed edges would exceed the memory budget, edges are hash-
@@ -709,8 +710,8 @@ pub fn run_to(
     };
     if partitions == 1 {
         let run_files = sink.run_files();
-        // Codes few enough for an array of counters per thread (4 bytes a code, against the
-        // 12 bytes an edge the budget allows).
+        // Codes few enough to count in place, by code (every code's counter is zeroed and
+        // read once: 4 bytes a code, against the 12 bytes an edge the budget allows).
         let count_codes =
             (edges_read > 0 && codes <= 2 * edges_read + (1 << 20)).then_some(codes as usize);
         let (pairs, runs, counts) = match input.pair_groups() {
@@ -1319,44 +1320,16 @@ fn place_offsets(
     cells: &mut [PackedEdge],
     st: &mut TwoEndedState,
 ) -> bool {
-    let (follower, followee) = (c.follower.values(), c.followee.values());
-    let times = c.times();
-    match times {
-        None => place_offsets_with(base, follower, followee, cells, st, |_| TIME_NONE),
-        Some((ms, None)) => place_offsets_with(base, follower, followee, cells, st, |i| {
-            whole_seconds(ms[i])
-        }),
-        Some((ms, Some(nulls))) => place_offsets_with(base, follower, followee, cells, st, |i| {
-            if nulls.is_valid(i) {
-                whole_seconds(ms[i])
-            } else {
-                TIME_NONE
-            }
-        }),
-    }
-}
-
-#[inline(always)]
-fn place_offsets_with(
-    base: i64,
-    follower: &[i64],
-    followee: &[i64],
-    cells: &mut [PackedEdge],
-    st: &mut TwoEndedState,
-    time: impl Fn(usize) -> u32,
-) -> bool {
     // A copy of the state, written back at the end: through `st` itself, in memory, the
     // order checks were half the packing time; a local the compiler keeps in registers.
-    let (mut general, mut local) = (false, *st);
-    for (i, (&a, &b)) in follower.iter().zip(followee).enumerate() {
-        let (edge, needs_general) = offset_edge(base, a, b, time(i));
-        general |= needs_general;
-        TwoEnded::place(cells, &mut local, edge);
-    }
-    if !general {
+    let mut local = *st;
+    let packed = pack_offsets(base, c, &mut |_, edge| {
+        TwoEnded::place(cells, &mut local, edge)
+    });
+    if packed {
         *st = local;
     }
-    !general
+    packed
 }
 
 /// Packs the edges of a chunk (read from `source`) that fall in `slice`, one by one; self-
@@ -1640,12 +1613,10 @@ fn mutual_by_pair_part(
         let packed = ends.packed();
         Ok((buffers.join(rows, packed, aside), selfs, false))
     };
-    // With the runs written as they are found and codes dense enough for an array, the
-    // threads count their pairs' friends in one array as they go, and the pairs go (a pass
+    // With the runs written as they are found and codes dense enough to count by code, the
+    // threads file their pairs' ends by range of codes as they go, and the pairs go (a pass
     // over all the pairs at the end, and the pairs themselves, were a tenth of the run and a
-    // third of its memory). Shared atomic counters rather than an array per thread added
-    // up at the end: as fast (the increments land at random either way, and wait on memory,
-    // not on each other), and 29 MB less on the paper graph.
+    // third of its memory); see [`EndBuckets`].
     let ends = run_files
         .and(count_codes)
         .map(|codes| EndBuckets::new(codes as u64, buffers.len()));
@@ -1653,13 +1624,13 @@ fn mutual_by_pair_part(
         .par_iter()
         .enumerate()
         .map(|(run, files)| {
+            let thread = rayon::current_thread_index().unwrap_or(0) % buffers.len();
             let mut joined = join(files)?;
             let found = joined.0.pairs.len() as u64;
             if let Some(run_files) = run_files {
                 run_files.write(run, coder, &joined.0.pairs)?;
             }
             if let Some(ends) = &ends {
-                let thread = rayon::current_thread_index().unwrap_or(0);
                 if !ends.add(thread, &joined.0.pairs) {
                     return Err(Error::BadInput {
                         path: input.location_of(files).to_string(),
@@ -1669,7 +1640,6 @@ fn mutual_by_pair_part(
                 }
                 // Back to the thread's buffers for its next part: growing a list of pairs
                 // anew for every part, page by page, was 8 % of the run.
-                let thread = rayon::current_thread_index().unwrap_or(0) % buffers.len();
                 let mut buffers = buffers[thread].lock().unwrap_or_else(|e| e.into_inner());
                 if joined.0.pairs.capacity() > buffers.found.capacity() {
                     buffers.found = std::mem::take(&mut joined.0.pairs);
@@ -1893,9 +1863,9 @@ impl Order {
 
 /// Places a group's edges as they are packed, by direction: those where the small id
 /// follows from the front of `cells`, the others from the back, each direction in input
-/// order (the reverse one backwards), and notes the order each came in. In clean's parts,
-/// sorted by `(follower, followee)`, the forward edges then come in pair order and the
-/// reverse ones in `(large, small)` order, which a stable sort by the small id alone puts
+/// order (the reverse one backwards), and notes the order each came in. In parts sorted by
+/// `(follower, followee)` (as crawlers list follows), the forward edges then come in pair
+/// order and the reverse ones in `(large, small)` order, which a stable sort by the small id alone puts
 /// in pair order ([`sort_transposed`]). Without a branch per edge: the direction is a coin
 /// toss, edge after edge. One buffer holds both directions, whatever their shares.
 struct TwoEnded<'a> {
@@ -2006,13 +1976,13 @@ impl<'a> TwoEnded<'a> {
     }
 }
 
-/// Bits of the small id a pass of [`sort_transposed`] sorts on: 4,096 counters, which stay
-/// in the first-level cache.
+/// Bits of the small id a pass of [`sort_transposed`] sorts on: 256 counters, which stay in
+/// the first-level cache (12 bits, 4,096 write streams, were slower).
 const DIGIT_BITS: u32 = 8;
 
 /// Sorts edges that are in `(large, small)` order into pair order, `(small, large)`: a
 /// stable sort by the small id alone keeps each small id's edges in the order of their large
-/// ids. So a least-significant-digit counting sort over the small id's bits does it, in two
+/// ids. So a least-significant-digit counting sort over the small id's bits does it, in three
 /// passes for ids spanning up to 16 M (where a full radix sort of the 64-bit keys took six,
 /// and was a quarter of the run). With `backwards` the edges are in that order read from
 /// the end. `spare` is the sort's second buffer.
@@ -2888,14 +2858,11 @@ pub fn write_output(
         // One sorted sequence, dealt to two runs (as [`Runs::Dealt`]).
         writer.pairs(n % 2, &batch)?;
     }
+    let schema = counts_schema();
     for chunk in result.counts.chunks(SINK_BATCH) {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(chunk.iter().map(|c| c.0))),
-            Arc::new(Int64Array::from_iter_values(
-                chunk.iter().map(|c| c.1 as i64),
-            )),
-        ];
-        writer.counts(&RecordBatch::try_new(counts_schema(), columns).map_err(batch_error)?)?;
+        let uids = chunk.iter().map(|c| c.0).collect();
+        let friends = chunk.iter().map(|c| c.1 as i64).collect();
+        writer.counts(&count_batch(&schema, uids, friends)?)?;
     }
     writer.commit()
 }
