@@ -5,7 +5,7 @@
     python3 benches/bench.py --small         # a quick pass (100 k users, small follows)
 
 It builds the release binary, generates the data with `weibo-etl gen` (reused when present),
-runs every stage and its peer from ../shared/peers/ one after the other (each stage
+runs every stage and its peer from benches/peers/ one after the other (each stage
 --repeat times each, interleaved, keeping each side's median run), and prints a table of
 time, throughput, peak RSS and the ratios. Results go to <out>/results.json and, when
 matplotlib is installed, <out>/results.png. Nothing here asserts a time: it measures.
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = ROOT.parent / "shared" / "peers"
+PEERS = ROOT / "benches" / "peers"
 BIN = ROOT / "target" / "release" / "weibo-etl"
 DATE = "2026-11-29"
 

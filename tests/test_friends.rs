@@ -389,7 +389,7 @@ fn equals_duckdb_self_join_on_a_larger_graph() {
     let graph = random_graph(42, 20_000, 200_000, 0.3, (1_000_000_000, 1));
     write_follows(&input, &graph);
 
-    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/duckdb_friends.py");
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/duckdb_friends.py");
     let duck_out = dir.path().join("duck.parquet");
     let out = Command::new("python3")
         .arg(&peer)

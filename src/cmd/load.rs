@@ -19,8 +19,12 @@ Tables (in --namespace): user, post, post_by_mid, follow, fans, user_post, user_
 README has the byte layout. Every cell of a run gets the timestamp of --date (midnight,
 Asia/Shanghai), so reruns replace cells instead of adding versions. Progress is checkpointed
 in <input>/_load/dt=<date>/<namespace>.json; --resume skips the units recorded there.
-Counters are computed in batch in --memory-budget: when the users and posts do not fit, in
-key partitions (one pass over the id columns each, a unit of work each).";
+Counters are those of every night loaded so far (the union of the cleaned nights, each
+follow, post and comment counted once, the later night's record winning), computed in batch
+in --memory-budget: when they do not fit, in key partitions (one pass over the id columns
+each, a unit of work each). Only the counters that differ from what the namespace already
+holds are written, so a night's counter puts follow what it changed; loading an older night
+again writes any difference with the newest loaded night's timestamp.";
 
 /// Load cleaned Parquet into HBase: hashed rowkeys, absolute counters computed in batch,
 /// tables created pre-split, N parallel Thrift writers batching by region, resumable.
@@ -58,6 +62,10 @@ pub struct Args {
     /// pass over the id columns each
     #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
+    /// Write every counter, not only those that differ from the counters already loaded (the
+    /// snapshot in <input>/_load/state/<namespace>/); for tables truncated outside weibo-etl
+    #[arg(long)]
+    rewrite_counters: bool,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -74,6 +82,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         compression: args.compression,
         checkpoint: args.checkpoint,
         memory_budget: args.memory_budget,
+        rewrite_counters: args.rewrite_counters,
         ..ctx.load_options(args.input, args.date.format("%Y-%m-%d").to_string(), tables)
     };
     let mut report = Report::new("load");

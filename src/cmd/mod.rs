@@ -160,6 +160,7 @@ impl Context {
             checkpoint: None,
             max_attempts: 6,
             memory_budget: 256 << 20,
+            rewrite_counters: false,
         }
     }
 

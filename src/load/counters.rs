@@ -1,41 +1,56 @@
 //! The absolute counters of the `user` and `post` tables and the mention edges of
-//! `user_post`, computed in batch from the cleaned data in bounded memory.
+//! `user_post`, computed in batch over every night loaded so far, in bounded memory.
+//!
+//! The counters are those of the union of the nights' cleaned data, deduplicated across
+//! nights by natural key (follow pair, mid, cid), the later night's record winning: what one
+//! load over that union would write. See `docs/design/nightly.md` (README "Running nightly")
+//! for how [`super::state`] turns them into the cells a night writes.
 //!
 //! The key space is cut into N partitions, N chosen from the input's row counts (Parquet
 //! metadata) so one partition's maps fit the memory budget. Pass p reads only the id columns
-//! of the inputs and keeps:
+//! of the inputs, oldest night first, and keeps:
 //! - the users whose uid hashes to p: followers, following, posts, reposts and comments
 //!   received (a uid seen only in follows or as an author counts too);
-//! - the posts owned by p (by their author's uid, or by their mid when the author is
+//! - the posts owned by p (by their newest author's uid, or by their mid when the author is
 //!   unknown): the reposts and comments they received, counted from the graph;
 //! - the screen names hashing to p, to resolve the mentions (`at_users`) naming them.
 //!
 //! Invariants: every uid, post and name belongs to exactly one partition, so the passes
-//! together give exactly what one pass over everything would; a name used by two users means
-//! the one read last (file order), as before partitioning; the hashes are fixed functions of
-//! the ids, so a resumed run cuts the same partitions.
+//! together give exactly what one pass over everything would; a natural key counts once
+//! however many nights crawled it, with its newest night's attributes (a post whose author
+//! changed is dropped by the partition of its old author); a name used by two users means
+//! the one read last (newest night, then file order); the hashes are fixed functions of the
+//! ids, so a resumed run cuts the same partitions.
 
-use arrow::array::{Array, AsArray};
+use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
+use arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use rustc_hash::FxHashMap;
 
-use super::{i64_col, opt, ts_col};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
 use crate::partition;
 
 /// Bytes one key costs in a pass's maps (hash map entry, its value, the table's slack).
 const BYTES_PER_KEY: u64 = 96;
+/// Bytes one follow edge costs in a pass: its two ends, in the lists of the partitions of
+/// its follower and of its followee.
+const BYTES_PER_EDGE: u64 = 32;
 
 /// Counters of the users and posts of one partition, sorted by key.
 #[derive(Debug, Default, PartialEq)]
 pub struct PartitionCounters {
     /// uid → [followers, following, posts, reposts received, comments received]
-    pub users: Vec<(i64, [i64; 5])>,
+    pub users: Vec<(i64, UserCounts)>,
     /// mid → (author uid or 0, created_at ms, reposts, comments)
-    pub posts: Vec<(i64, (i64, i64, i64, i64))>,
+    pub posts: Vec<(i64, PostCounts)>,
     /// Mentions whose name hashes here but no user has.
     pub unresolved_mentions: u64,
 }
+
+/// followers, following, posts, reposts received, comments received.
+pub type UserCounts = [i64; 5];
+/// author uid (0 when unknown), created_at ms, reposts, comments.
+pub type PostCounts = (i64, i64, i64, i64);
 
 /// A mention of a known user: `target` is named in post `mid` by `by`, at `at`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -46,16 +61,21 @@ pub struct Mention {
     pub mid: i64,
 }
 
-/// The cleaned parts the counters read, per entity.
+/// The cleaned parts the counters read, per entity: every night of the history, oldest
+/// night first (a night's files together), so a later night's record replaces an earlier one.
 pub struct Inputs<'a> {
     pub users: &'a [FileEntry],
     pub follows: &'a [FileEntry],
     pub posts: &'a [FileEntry],
     pub comments: &'a [FileEntry],
+    /// The posts whose mentions the run writes (the night being loaded); the names they
+    /// mention are resolved against every night's users.
+    pub mention_posts: &'a [FileEntry],
 }
 
 /// How many partitions keep one pass within `budget` bytes: users are counted twice (their
-/// counters and their name), posts once; a follow's endpoints are nearly always users.
+/// counters and their name), posts once, and reposts and comments once (to count each once
+/// however many nights crawled it); a follow's endpoints are nearly always users.
 pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Result<u32> {
     let rows = |files: &[FileEntry]| -> Result<u64> {
         files.iter().try_fold(0u64, |sum, f| {
@@ -63,11 +83,59 @@ pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Res
             Ok(sum + builder.metadata().file_metadata().num_rows().max(0) as u64)
         })
     };
-    let keys = 2 * rows(inputs.users)? + rows(inputs.posts)?;
-    Ok(keys
-        .saturating_mul(BYTES_PER_KEY)
-        .div_ceil(budget.max(1))
-        .clamp(1, 4096) as u32)
+    let keys = 2 * rows(inputs.users)? + 2 * rows(inputs.posts)? + rows(inputs.comments)?;
+    let bytes =
+        keys.saturating_mul(BYTES_PER_KEY) + rows(inputs.follows)?.saturating_mul(BYTES_PER_EDGE);
+    Ok(bytes.div_ceil(budget.max(1)).clamp(1, 4096) as u32)
+}
+
+/// A column a counter needs, or a [`Error::BadInput`] naming the file and the column (a part
+/// written by another tool may lack it).
+fn need<'a, T: 'a>(
+    file: &FileEntry,
+    column: &str,
+    found: Option<&'a T>,
+    kind: &str,
+) -> Result<&'a T> {
+    found.ok_or_else(|| Error::BadInput {
+        path: file.location.to_string(),
+        line: 0,
+        reason: format!("column {column:?} is missing or not {kind}"),
+    })
+}
+
+/// A required `Int64` column.
+pub(super) fn ids<'a>(
+    file: &FileEntry,
+    b: &'a RecordBatch,
+    column: &str,
+) -> Result<&'a Int64Array> {
+    let found = b
+        .column_by_name(column)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>());
+    need(file, column, found, "int64")
+}
+
+/// A required millisecond timestamp column.
+pub(super) fn times<'a>(
+    file: &FileEntry,
+    b: &'a RecordBatch,
+    column: &str,
+) -> Result<&'a TimestampMillisecondArray> {
+    let found = b
+        .column_by_name(column)
+        .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>());
+    need(file, column, found, "a millisecond timestamp")
+}
+
+/// An optional `Int64` column: absent or null reads as `None`.
+fn opt_ids<'a>(b: &'a RecordBatch, column: &str) -> Option<&'a Int64Array> {
+    b.column_by_name(column)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>())
+}
+
+fn opt(a: Option<&Int64Array>, i: usize) -> Option<i64> {
+    a.filter(|a| !a.is_null(i)).map(|a| a.value(i))
 }
 
 fn mix(x: u64) -> u64 {
@@ -89,7 +157,7 @@ fn orphan_post_partition(mid: i64, n: u32) -> u32 {
 }
 
 /// The partition owning a post: its author's, or by its mid when the author is unknown.
-fn post_partition(author: Option<i64>, mid: i64, n: u32) -> u32 {
+pub fn post_partition(author: Option<i64>, mid: i64, n: u32) -> u32 {
     match author {
         Some(uid) => uid_partition(uid, n),
         None => orphan_post_partition(mid, n),
@@ -105,8 +173,21 @@ fn name_partition(name: &str, n: u32) -> u32 {
     (mix(h) % n as u64) as u32
 }
 
+/// Counts the runs of equal first elements of sorted, deduplicated pairs into `slot`.
+fn count_sorted(users: &mut FxHashMap<i64, UserCounts>, mut ends: Vec<(i64, i64)>, slot: usize) {
+    ends.sort_unstable();
+    ends.dedup();
+    let mut rest = &ends[..];
+    while let Some(&(u, _)) = rest.first() {
+        let run = rest.iter().take_while(|(x, _)| *x == u).count();
+        users.entry(u).or_default()[slot] += run as i64;
+        rest = &rest[run..];
+    }
+}
+
 /// Computes partition `p` of `n`; `mention` receives the resolved mentions of the names in
-/// this partition, in file order (only for posts with a known author).
+/// this partition made by [`Inputs::mention_posts`], in file order (only for posts with a
+/// known author).
 pub fn compute(
     fs: &FileSystems,
     inputs: &Inputs<'_>,
@@ -115,11 +196,11 @@ pub fn compute(
     mention: &mut dyn FnMut(Mention) -> Result<()>,
 ) -> Result<PartitionCounters> {
     let mine = |uid: i64| uid_partition(uid, n) == p;
-    let mut users: FxHashMap<i64, [i64; 5]> = FxHashMap::default();
+    let mut users: FxHashMap<i64, UserCounts> = FxHashMap::default();
     let mut names: FxHashMap<String, i64> = FxHashMap::default();
     for f in inputs.users {
         partition::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
-            let uid = i64_col(b, "uid").expect("uid");
+            let uid = ids(f, b, "uid")?;
             let name = b
                 .column_by_name("screen_name")
                 .and_then(|c| c.as_string_opt::<i32>());
@@ -137,65 +218,112 @@ pub fn compute(
             Ok(())
         })?;
     }
+    // Follow edges by their two ends: a pair crawled on several nights counts once.
+    let (mut out_ends, mut in_ends) = (Vec::new(), Vec::new());
     for f in inputs.follows {
         partition::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
-            let a = i64_col(b, "follower").expect("follower");
-            let e = i64_col(b, "followee").expect("followee");
-            for i in 0..b.num_rows() {
-                if mine(a.value(i)) {
-                    users.entry(a.value(i)).or_default()[1] += 1;
+            let (a, e) = (ids(f, b, "follower")?, ids(f, b, "followee")?);
+            for (&a, &e) in a.values().iter().zip(e.values()) {
+                if mine(a) {
+                    out_ends.push((a, e));
                 }
-                if mine(e.value(i)) {
-                    users.entry(e.value(i)).or_default()[0] += 1;
+                if mine(e) {
+                    in_ends.push((e, a));
                 }
             }
             Ok(())
         })?;
     }
-    let mut posts: FxHashMap<i64, (i64, i64, i64, i64)> = FxHashMap::default();
+    count_sorted(&mut users, in_ends, 0);
+    count_sorted(&mut users, out_ends, 1);
+
+    // Posts: the newest night's record of each mid decides its author, so an older record
+    // owned here is dropped when a newer one is owned elsewhere.
+    let mut posts: FxHashMap<i64, PostCounts> = FxHashMap::default();
     for f in inputs.posts {
         partition::read_parquet_columns(fs, f, &["mid", "uid", "created_at"], &mut |b| {
-            let mid = i64_col(b, "mid").expect("mid");
-            let uid = i64_col(b, "uid");
-            let created = ts_col(b, "created_at").expect("created_at");
+            let mid = ids(f, b, "mid")?;
+            let uid = opt_ids(b, "uid");
+            let created = times(f, b, "created_at")?;
             for i in 0..b.num_rows() {
                 let (m, author) = (mid.value(i), opt(uid, i));
-                if post_partition(author, m, n) != p {
-                    continue;
+                if post_partition(author, m, n) == p {
+                    posts.insert(m, (author.unwrap_or(0), created.value(i), 0, 0));
+                } else if !posts.is_empty() {
+                    posts.remove(&m);
                 }
-                if let Some(u) = author {
-                    users.entry(u).or_default()[2] += 1;
-                }
-                posts.insert(m, (author.unwrap_or(0), created.value(i), 0, 0));
             }
             Ok(())
         })?;
     }
-    let mut unresolved_mentions = 0;
-    let columns = ["mid", "uid", "created_at", "retweet_mid", "at_users"];
+    for (author, ..) in posts.values() {
+        if *author != 0 {
+            users.entry(*author).or_default()[2] += 1;
+        }
+    }
+    // Reposts and comments of the posts owned here, each counted once (by its own mid or cid)
+    // with the target its newest record names.
+    let mut reposts: FxHashMap<i64, i64> = FxHashMap::default();
     for f in inputs.posts {
-        partition::read_parquet_columns(fs, f, &columns, &mut |b| {
-            let rt = i64_col(b, "retweet_mid");
+        partition::read_parquet_columns(fs, f, &["mid", "retweet_mid"], &mut |b| {
+            let mid = ids(f, b, "mid")?;
+            let rt = opt_ids(b, "retweet_mid");
             for i in 0..b.num_rows() {
-                if let Some(r) = opt(rt, i) {
-                    received(&mut posts, &mut users, r, 2);
+                match opt(rt, i).filter(|r| posts.contains_key(r)) {
+                    Some(r) => {
+                        reposts.insert(mid.value(i), r);
+                    }
+                    None if !reposts.is_empty() => {
+                        reposts.remove(&mid.value(i));
+                    }
+                    None => {}
                 }
             }
+            Ok(())
+        })?;
+    }
+    let mut comments: FxHashMap<i64, i64> = FxHashMap::default();
+    for f in inputs.comments {
+        partition::read_parquet_columns(fs, f, &["cid", "mid"], &mut |b| {
+            let (cid, mid) = (ids(f, b, "cid")?, ids(f, b, "mid")?);
+            for (&c, &m) in cid.values().iter().zip(mid.values()) {
+                if posts.contains_key(&m) {
+                    comments.insert(c, m);
+                } else if !comments.is_empty() {
+                    comments.remove(&c);
+                }
+            }
+            Ok(())
+        })?;
+    }
+    for r in reposts.into_values() {
+        received(&mut posts, &mut users, r, 2);
+    }
+    for m in comments.into_values() {
+        received(&mut posts, &mut users, m, 3);
+    }
+
+    let mut unresolved_mentions = 0;
+    let columns = ["mid", "uid", "created_at", "at_users"];
+    for f in inputs.mention_posts {
+        partition::read_parquet_columns(fs, f, &columns, &mut |b| {
             let Some(at_users) = b
                 .column_by_name("at_users")
                 .and_then(|c| c.as_list_opt::<i32>())
             else {
                 return Ok(());
             };
-            let (mid, uid) = (i64_col(b, "mid").expect("mid"), i64_col(b, "uid"));
-            let created = ts_col(b, "created_at").expect("created_at");
+            let (mid, uid) = (ids(f, b, "mid")?, opt_ids(b, "uid"));
+            let created = times(f, b, "created_at")?;
             for i in 0..b.num_rows() {
                 let by = opt(uid, i).unwrap_or(0);
                 if by == 0 || at_users.is_null(i) {
                     continue;
                 }
                 let listed = at_users.value(i);
-                let listed = listed.as_string::<i32>();
+                let Some(listed) = listed.as_string_opt::<i32>() else {
+                    continue;
+                };
                 for j in (0..listed.len()).filter(|&j| !listed.is_null(j)) {
                     let name = listed.value(j);
                     if name_partition(name, n) != p {
@@ -215,18 +343,9 @@ pub fn compute(
             Ok(())
         })?;
     }
-    for f in inputs.comments {
-        partition::read_parquet_columns(fs, f, &["mid"], &mut |b| {
-            let mid = i64_col(b, "mid").expect("mid");
-            for i in 0..b.num_rows() {
-                received(&mut posts, &mut users, mid.value(i), 3);
-            }
-            Ok(())
-        })?;
-    }
-    let mut users: Vec<(i64, [i64; 5])> = users.into_iter().collect();
+    let mut users: Vec<(i64, UserCounts)> = users.into_iter().collect();
     users.sort_unstable_by_key(|(uid, _)| *uid);
-    let mut posts: Vec<(i64, (i64, i64, i64, i64))> = posts.into_iter().collect();
+    let mut posts: Vec<(i64, PostCounts)> = posts.into_iter().collect();
     posts.sort_unstable_by_key(|(mid, _)| *mid);
     Ok(PartitionCounters {
         users,
@@ -238,8 +357,8 @@ pub fn compute(
 /// Credits a repost (`slot` 2) or a comment (`slot` 3) to post `mid`, if this partition owns
 /// it, and to its author.
 fn received(
-    posts: &mut FxHashMap<i64, (i64, i64, i64, i64)>,
-    users: &mut FxHashMap<i64, [i64; 5]>,
+    posts: &mut FxHashMap<i64, PostCounts>,
+    users: &mut FxHashMap<i64, UserCounts>,
     mid: i64,
     slot: usize,
 ) {
@@ -256,10 +375,247 @@ fn received(
         users.entry(author).or_default()[slot + 1] += 1;
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, Int64Array, StringArray, TimestampMillisecondArray};
+    use arrow::datatypes::{Field, Schema};
+    use rand::{Rng, SeedableRng};
+
+    /// One night of cleaned rows, as the counters read them.
+    #[derive(Default)]
+    struct Night {
+        users: Vec<(i64, String)>,
+        follows: Vec<(i64, i64)>,
+        /// mid, author, created_at, retweet_mid
+        posts: Vec<(i64, Option<i64>, i64, Option<i64>)>,
+        /// cid, mid
+        comments: Vec<(i64, i64)>,
+    }
+
+    fn i64s(v: impl IntoIterator<Item = Option<i64>>) -> ArrayRef {
+        Arc::new(Int64Array::from_iter(v))
+    }
+
+    fn write(
+        fs: &FileSystems,
+        dir: &std::path::Path,
+        name: &str,
+        cols: Vec<(&str, ArrayRef)>,
+    ) -> FileEntry {
+        let fields: Vec<Field> = cols
+            .iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect();
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            cols.into_iter().map(|(_, a)| a).collect(),
+        )
+        .unwrap();
+        let at = fs.parse(dir.join(name).to_str().unwrap()).unwrap();
+        let props = partition::writer_properties(false).build();
+        partition::write_parquet(fs, &at, batch.schema(), props, Some(&batch)).unwrap();
+        fs.status(&at).unwrap().unwrap()
+    }
+
+    /// A random history: ids drawn from small ranges so that nights crawl the same follows,
+    /// posts and comments again, posts change author (unknown, then known) and reposts and
+    /// comments point at posts crawled on other nights or never.
+    fn history(seed: u64, nights: usize) -> Vec<Night> {
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        (0..nights)
+            .map(|_| {
+                let mut n = Night::default();
+                let users: BTreeSet<i64> = (0..30).map(|_| rng.random_range(1..60)).collect();
+                n.users = users.iter().map(|&u| (u, format!("u{u}"))).collect();
+                let follows: BTreeSet<(i64, i64)> = (0..120)
+                    .map(|_| (rng.random_range(1..60), rng.random_range(1..60)))
+                    .filter(|(a, b)| a != b)
+                    .collect();
+                n.follows = follows.into_iter().collect();
+                let mids: BTreeSet<i64> = (0..40).map(|_| rng.random_range(1000..1080)).collect();
+                n.posts = mids
+                    .into_iter()
+                    .map(|m| {
+                        let author = (rng.random_range(0..5) > 0).then(|| 1 + m % 50);
+                        let rt =
+                            (rng.random_range(0..3) == 0).then(|| rng.random_range(1000..1090));
+                        (m, author, m * 1000 + rng.random_range(0..2), rt)
+                    })
+                    .collect();
+                let cids: BTreeSet<i64> = (0..50).map(|_| rng.random_range(5000..5100)).collect();
+                n.comments = cids
+                    .into_iter()
+                    .map(|c| (c, rng.random_range(1000..1090)))
+                    .collect();
+                n
+            })
+            .collect()
+    }
+
+    /// The counters of one load over the union of the nights, deduplicated by natural key
+    /// with the later night winning, computed the plain way.
+    fn naive(nights: &[Night]) -> (BTreeMap<i64, UserCounts>, BTreeMap<i64, PostCounts>) {
+        let mut users: BTreeMap<i64, UserCounts> = BTreeMap::new();
+        let mut follows = BTreeSet::new();
+        let mut posts: BTreeMap<i64, (Option<i64>, i64, Option<i64>)> = BTreeMap::new();
+        let mut comments: BTreeMap<i64, i64> = BTreeMap::new();
+        for n in nights {
+            for (u, _) in &n.users {
+                users.entry(*u).or_default();
+            }
+            follows.extend(n.follows.iter().copied());
+            for &(m, a, at, rt) in &n.posts {
+                posts.insert(m, (a, at, rt));
+            }
+            comments.extend(n.comments.iter().copied());
+        }
+        for (a, b) in follows {
+            users.entry(a).or_default()[1] += 1;
+            users.entry(b).or_default()[0] += 1;
+        }
+        let mut out: BTreeMap<i64, PostCounts> = posts
+            .iter()
+            .map(|(m, (a, at, _))| (*m, (a.unwrap_or(0), *at, 0, 0)))
+            .collect();
+        for (a, ..) in posts.values() {
+            if let Some(a) = a {
+                users.entry(*a).or_default()[2] += 1;
+            }
+        }
+        let targets = posts.values().filter_map(|(_, _, rt)| *rt);
+        for (target, slot) in targets
+            .map(|t| (t, 2))
+            .chain(comments.values().map(|m| (*m, 3)))
+        {
+            let Some(p) = out.get_mut(&target) else {
+                continue;
+            };
+            if slot == 2 {
+                p.2 += 1
+            } else {
+                p.3 += 1
+            }
+            if p.0 != 0 {
+                users.entry(p.0).or_default()[slot + 1] += 1;
+            }
+        }
+        (users, out)
+    }
+
+    #[test]
+    fn counters_over_nights_equal_one_load_of_their_union() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        for seed in [1, 2, 3] {
+            let nights = history(seed, 4);
+            let (mut users, mut follows, mut posts, mut comments) =
+                (vec![], vec![], vec![], vec![]);
+            for (k, n) in nights.iter().enumerate() {
+                let d = dir.path().join(format!("s{seed}-n{k}"));
+                std::fs::create_dir_all(&d).unwrap();
+                let names: Vec<&str> = n.users.iter().map(|(_, s)| s.as_str()).collect();
+                users.push(write(
+                    &fs,
+                    &d,
+                    "users.parquet",
+                    vec![
+                        ("uid", i64s(n.users.iter().map(|u| Some(u.0)))),
+                        ("screen_name", Arc::new(StringArray::from(names))),
+                    ],
+                ));
+                follows.push(write(
+                    &fs,
+                    &d,
+                    "follows.parquet",
+                    vec![
+                        ("follower", i64s(n.follows.iter().map(|f| Some(f.0)))),
+                        ("followee", i64s(n.follows.iter().map(|f| Some(f.1)))),
+                    ],
+                ));
+                let created =
+                    TimestampMillisecondArray::from_iter_values(n.posts.iter().map(|p| p.2))
+                        .with_timezone("UTC");
+                posts.push(write(
+                    &fs,
+                    &d,
+                    "posts.parquet",
+                    vec![
+                        ("mid", i64s(n.posts.iter().map(|p| Some(p.0)))),
+                        ("uid", i64s(n.posts.iter().map(|p| p.1))),
+                        ("created_at", Arc::new(created)),
+                        ("retweet_mid", i64s(n.posts.iter().map(|p| p.3))),
+                    ],
+                ));
+                comments.push(write(
+                    &fs,
+                    &d,
+                    "comments.parquet",
+                    vec![
+                        ("cid", i64s(n.comments.iter().map(|c| Some(c.0)))),
+                        ("mid", i64s(n.comments.iter().map(|c| Some(c.1)))),
+                    ],
+                ));
+            }
+            let (want_users, want_posts) = naive(&nights);
+            let inputs = Inputs {
+                users: &users,
+                follows: &follows,
+                posts: &posts,
+                comments: &comments,
+                mention_posts: &[],
+            };
+            for n in [1, 3] {
+                let (mut got_users, mut got_posts) = (BTreeMap::new(), BTreeMap::new());
+                for p in 0..n {
+                    let c = compute(&fs, &inputs, p, n, &mut |_| Ok(())).unwrap();
+                    for (u, v) in c.users {
+                        assert!(
+                            got_users.insert(u, v).is_none(),
+                            "uid {u} in two partitions"
+                        );
+                    }
+                    for (m, v) in c.posts {
+                        assert!(
+                            got_posts.insert(m, v).is_none(),
+                            "mid {m} in two partitions"
+                        );
+                    }
+                }
+                assert_eq!(got_users, want_users, "users, seed {seed}, {n} partitions");
+                assert_eq!(got_posts, want_posts, "posts, seed {seed}, {n} partitions");
+            }
+        }
+    }
+
+    #[test]
+    fn a_column_another_writer_left_out_is_bad_input_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        let f = write(
+            &fs,
+            dir.path(),
+            "follows.parquet",
+            vec![("follower", i64s([Some(1)]))],
+        );
+        let inputs = Inputs {
+            users: &[],
+            follows: &[f],
+            posts: &[],
+            comments: &[],
+            mention_posts: &[],
+        };
+        let e = compute(&fs, &inputs, 0, 1, &mut |_| Ok(())).unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, Error::BadInput { .. }), "{text}");
+        assert!(
+            text.contains("follows.parquet") && text.contains("followee"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn every_key_has_one_partition_in_range() {

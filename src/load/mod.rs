@@ -20,6 +20,7 @@
 //!   a bounded number of times; puts are idempotent, so a retried batch is harmless.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,6 +37,9 @@ use crate::keys::{self, Relation};
 use crate::partition;
 
 pub mod counters;
+pub mod state;
+
+use counters::PostCounts;
 
 /// The tables `load` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
@@ -117,6 +121,9 @@ pub struct LoadOptions {
     pub max_attempts: u32,
     /// Memory for the counters' maps; more data means more (cheap, id-only) passes.
     pub memory_budget: u64,
+    /// Write every counter, not only those that differ from the counter snapshot (after the
+    /// tables were truncated behind the loader's back).
+    pub rewrite_counters: bool,
 }
 
 /// The job's report.
@@ -136,6 +143,15 @@ pub struct LoadReport {
     pub rows_per_s: f64,
     pub mb_per_s: f64,
     pub cell_timestamp: i64,
+    /// The newest night the counters cover (this night, or a newer one already loaded).
+    pub counters_as_of: String,
+    /// The night of the counter snapshot the changes were taken against, if any.
+    pub counters_base: Option<String>,
+    /// Nights of cleaned data the counters were computed over.
+    pub history_nights: usize,
+    /// Users and posts whose counters this run wrote.
+    pub users_changed: u64,
+    pub posts_changed: u64,
 }
 
 /// Cell timestamp of a run: midnight of `date` in Asia/Shanghai, epoch ms.
@@ -150,7 +166,8 @@ pub fn cell_timestamp(date: &str) -> Result<i64> {
 }
 
 enum Msg {
-    Row(Table, u32, Put),
+    /// A put into a region of a table, with its cell timestamp.
+    Row(Table, u32, i64, Put),
     Flush(SyncSender<Result<()>>),
 }
 
@@ -162,17 +179,18 @@ struct WriterStats {
     retries: u64,
 }
 
-/// One writer thread: its own Thrift connection, per-(table, region) batches.
-fn writer_loop(
-    rx: Receiver<Msg>,
-    options: &LoadOptions,
-    ts: i64,
-    stats: &Mutex<WriterStats>,
-) -> Result<()> {
+/// One writer thread: its own Thrift connection, per-(table, region, timestamp) batches.
+fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterStats>) -> Result<()> {
     let mut conn = Connection::connect(&options.thrift, options.timeouts)?;
-    let mut buffers: HashMap<(Table, u32), (Vec<Put>, usize)> = HashMap::new();
+    type Batch = (Vec<Put>, usize);
+    let mut buffers: HashMap<(Table, u32, i64), Batch> = HashMap::new();
     let mut failed: Option<Error> = None;
-    let send = |conn: &mut Connection, table: Table, rows: Vec<Put>, bytes: usize| -> Result<()> {
+    let send = |conn: &mut Connection,
+                table: Table,
+                ts: i64,
+                rows: Vec<Put>,
+                bytes: usize|
+     -> Result<()> {
         let full = format!("{}:{}", options.namespace, table.name());
         let n = rows.len() as u64;
         let mut attempt = 0;
@@ -200,17 +218,17 @@ fn writer_loop(
     };
     for msg in rx {
         match msg {
-            Msg::Row(table, region, put) => {
+            Msg::Row(table, region, ts, put) => {
                 if failed.is_some() {
                     continue;
                 }
                 let size = put.payload_bytes();
-                let entry = buffers.entry((table, region)).or_default();
+                let entry = buffers.entry((table, region, ts)).or_default();
                 entry.0.push(put);
                 entry.1 += size;
                 if entry.1 >= options.batch_bytes {
                     let (rows, bytes) = std::mem::take(entry);
-                    if let Err(e) = send(&mut conn, table, rows, bytes) {
+                    if let Err(e) = send(&mut conn, table, ts, rows, bytes) {
                         failed = Some(e);
                     }
                 }
@@ -220,12 +238,12 @@ fn writer_loop(
                     Some(e) => Err(e),
                     None => Ok(()),
                 };
-                let mut keys: Vec<(Table, u32)> = buffers.keys().copied().collect();
+                let mut keys: Vec<(Table, u32, i64)> = buffers.keys().copied().collect();
                 keys.sort();
                 for key in keys {
                     let (rows, bytes) = buffers.remove(&key).unwrap_or_default();
                     if result.is_ok() && !rows.is_empty() {
-                        result = send(&mut conn, key.0, rows, bytes);
+                        result = send(&mut conn, key.0, key.2, rows, bytes);
                     }
                 }
                 buffers.clear();
@@ -244,16 +262,23 @@ struct Router {
     senders: Vec<SyncSender<Msg>>,
     regions: u32,
     rows_by_table: BTreeMap<Table, u64>,
+    /// The cell timestamp of the run's rows.
+    ts: i64,
 }
 
 impl Router {
     fn put(&mut self, table: Table, put: Put) -> Result<()> {
+        self.put_at(table, put, self.ts)
+    }
+
+    /// A put whose cells carry timestamp `ts` (counters folded into a newer night's).
+    fn put_at(&mut self, table: Table, put: Put, ts: i64) -> Result<()> {
         let prefix = [put.key[0], put.key[1]];
         let region = keys::region_of(prefix, self.regions);
         let w = region as usize % self.senders.len();
         *self.rows_by_table.entry(table).or_default() += 1;
         self.senders[w]
-            .send(Msg::Row(table, region, put))
+            .send(Msg::Row(table, region, ts, put))
             .map_err(|_| Error::Hbase {
                 op: "load",
                 table: table.name().into(),
@@ -473,8 +498,12 @@ impl<K: Ord + Copy, V> Claims<K, V> {
         Claims { entries, claimed }
     }
 
-    fn claim(&mut self, key: K) -> Option<&V> {
+    /// The entry of `key`, if there is one and `fits` it; it is then no longer unclaimed.
+    fn claim(&mut self, key: K, fits: impl Fn(&V) -> bool) -> Option<&V> {
         let i = self.entries.binary_search_by(|(k, _)| k.cmp(&key)).ok()?;
+        if !fits(&self.entries[i].1) {
+            return None;
+        }
         self.claimed[i] = true;
         Some(&self.entries[i].1)
     }
@@ -488,19 +517,22 @@ impl<K: Ord + Copy, V> Claims<K, V> {
     }
 }
 
-/// Creates the namespace and any missing table of `options.tables`, pre-split.
-fn ensure_tables(options: &LoadOptions) -> Result<()> {
+/// Creates the namespace and any missing table of `options.tables`, pre-split; returns the
+/// tables it created.
+fn ensure_tables(options: &LoadOptions) -> Result<Vec<Table>> {
     let mut admin = Admin::connect(&options.admin, options.timeouts)?;
     admin.ensure_namespace(&options.namespace)?;
+    let mut created = Vec::new();
     for t in &options.tables {
         if !admin.table_exists(&options.namespace, t.name())? {
             admin.create_table(
                 &t.spec(&options.namespace, options.compression),
                 &keys::split_points(options.regions),
             )?;
+            created.push(*t);
         }
     }
-    Ok(())
+    Ok(created)
 }
 
 /// Where a producer hands its puts: `(table, put)`.
@@ -546,12 +578,13 @@ fn with_writers(
             let (tx, rx) = sync_channel::<Msg>(4096);
             senders.push(tx);
             let stats = &stats;
-            handles.push(scope.spawn(move || writer_loop(rx, options, ts, stats)));
+            handles.push(scope.spawn(move || writer_loop(rx, options, stats)));
         }
         let mut router = Router {
             senders,
             regions: options.regions,
             rows_by_table: BTreeMap::new(),
+            ts,
         };
         let result = body(&mut router);
         rows_by_table = std::mem::take(&mut router.rows_by_table);
@@ -593,6 +626,37 @@ fn with_writers(
 }
 
 /// Runs the load.
+/// The committed night folders of an entity up to `upto` (inclusive), oldest first.
+fn history_files(
+    fs: &FileSystems,
+    root: &Location,
+    entity: &str,
+    upto: &str,
+) -> Result<Vec<FileEntry>> {
+    let dir = root.join(entity);
+    if !fs.exists(&dir)? {
+        return Ok(Vec::new());
+    }
+    let mut dates: Vec<String> = fs
+        .list(&dir, false)?
+        .into_iter()
+        .filter_map(|e| {
+            e.location
+                .file_name()?
+                .strip_prefix("dt=")
+                .map(String::from)
+        })
+        .filter(|d| d.as_str() <= upto && cell_timestamp(d).is_ok())
+        .collect();
+    dates.sort();
+    let mut files = Vec::new();
+    for d in dates {
+        files.extend(partition_files(fs, root, entity, &d)?);
+    }
+    Ok(files)
+}
+
+/// Runs the load.
 pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let started = Instant::now();
     let ts = cell_timestamp(&options.date)?;
@@ -610,7 +674,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     }
 
     // Tables first: namespace and any missing table, pre-split.
-    ensure_tables(options)?;
+    let created = ensure_tables(options)?;
 
     let manifest_loc = match &options.checkpoint {
         Some(c) => fs.parse(c)?,
@@ -628,28 +692,70 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         fs.delete(&manifest_loc)?;
     }
 
-    let counter_inputs = counters::Inputs {
-        users: &files["users"],
-        follows: &files["follows"],
-        posts: &files["posts"],
-        comments: &files["comments"],
-    };
-    let partitions = counters::partitions_for(fs, &counter_inputs, options.memory_budget)?;
-    // When the counters fit in one partition, `user` and `post` rows are written with their
-    // counters in one put; with several, profiles go with their parts and counters apart
-    // (the same cells either way), so no partition re-reads the wide columns.
-    let merged = partitions == 1;
+    // The counters readers see (the snapshot), unless the tables they were written into are
+    // new or the run is told to write them all.
     let wants = |t: Table| options.tables.contains(&t);
     let counted = wants(Table::User) || wants(Table::Post) || wants(Table::UserPost);
+    let state = state::State::new(&root, &options.namespace);
+    let fresh = options.rewrite_counters
+        || created.contains(&Table::User)
+        || created.contains(&Table::Post);
+    let snapshot = if counted && !fresh {
+        state.latest(fs)?
+    } else {
+        None
+    };
+    // Counters are those of every night up to the newest loaded; a night older than that
+    // (a rerun, a late crawl) folds its difference into the newest night's cells.
+    let as_of = match &snapshot {
+        Some(s) if s.as_of > options.date => s.as_of.clone(),
+        _ => options.date.clone(),
+    };
+    let counter_ts = cell_timestamp(&as_of)?;
+    let history: BTreeMap<&str, Vec<FileEntry>> = ["users", "follows", "posts", "comments"]
+        .into_iter()
+        .map(|e| Ok((e, history_files(fs, &root, e, &as_of)?)))
+        .collect::<Result<_>>()?;
+    let counter_inputs = counters::Inputs {
+        users: &history["users"],
+        follows: &history["follows"],
+        posts: &history["posts"],
+        comments: &history["comments"],
+        mention_posts: &files["posts"],
+    };
+    let partitions = if counted {
+        counters::partitions_for(fs, &counter_inputs, options.memory_budget)?
+    } else {
+        1
+    };
+    // The snapshot moves on only when this run writes every counter it holds.
+    let next = if counted && wants(Table::User) && wants(Table::Post) {
+        Some(state.next(fs, &as_of, options.resume)?)
+    } else {
+        None
+    };
+    // When the counters fit in one partition (and share the rows' timestamp), `user` and
+    // `post` rows are written with their counters in one put; else profiles go with their
+    // parts and counters apart (the same cells either way), so no partition re-reads the
+    // wide columns.
+    let merged = partitions == 1 && counter_ts == ts;
     let mut report = LoadReport {
         cell_timestamp: ts,
+        counters_as_of: as_of.clone(),
+        counters_base: snapshot.as_ref().map(|s| s.as_of.clone()),
+        history_nights: history_nights(&history),
         ..LoadReport::default()
     };
-    let unresolved_mentions = std::sync::atomic::AtomicU64::new(0);
+    let unresolved_mentions = AtomicU64::new(0);
+    let (users_changed, posts_changed) = (AtomicU64::new(0), AtomicU64::new(0));
     {
         let mut units: Vec<(String, Unit<'_>)> = Vec::new();
         let counter_inputs = &counter_inputs;
+        let (snapshot, next) = (&snapshot, &next);
         let unresolved = &unresolved_mentions;
+        let (users_changed, posts_changed) = (&users_changed, &posts_changed);
+        let tonight_users = &files["users"];
+        let tonight_posts = &files["posts"];
         for f in files["users"].clone() {
             units.push((
                 format!("users:{}", f.location),
@@ -661,7 +767,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         &["uid", "screen_name"]
                     };
                     read_rows(fs, &f, columns, &mut |b| {
-                        let uid = i64_col(b, "uid").expect("uid");
+                        let uid = counters::ids(&f, b, "uid")?;
                         for i in 0..b.num_rows() {
                             let u = uid.value(i);
                             if wants(Table::User) && !merged {
@@ -692,8 +798,8 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         &["mid", "uid", "created_at", "retweet_mid"]
                     };
                     read_rows(fs, &f, columns, &mut |b| {
-                        let mid = i64_col(b, "mid").expect("mid");
-                        let created = ts_col(b, "created_at").expect("created_at");
+                        let mid = counters::ids(&f, b, "mid")?;
+                        let created = counters::times(&f, b, "created_at")?;
                         for i in 0..b.num_rows() {
                             let (m, at) = (mid.value(i), created.value(i));
                             let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
@@ -734,10 +840,8 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                 format!("follows:{}", f.location),
                 Box::new(move |r: &mut Router| {
                     partition::read_parquet(fs, &f, &mut |b| {
-                        let (a, e) = (
-                            i64_col(b, "follower").expect("follower"),
-                            i64_col(b, "followee").expect("followee"),
-                        );
+                        let a = counters::ids(&f, b, "follower")?;
+                        let e = counters::ids(&f, b, "followee")?;
                         let at = ts_col(b, "followed_at");
                         for i in 0..b.num_rows() {
                             let t = at
@@ -772,9 +876,9 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         return Ok(());
                     }
                     partition::read_parquet(fs, &f, &mut |b| {
-                        let cid = i64_col(b, "cid").expect("cid");
-                        let mid = i64_col(b, "mid").expect("mid");
-                        let created = ts_col(b, "created_at").expect("created_at");
+                        let cid = counters::ids(&f, b, "cid")?;
+                        let mid = counters::ids(&f, b, "mid")?;
+                        let created = counters::times(&f, b, "created_at")?;
                         for i in 0..b.num_rows() {
                             let Some(uid) = opt(i64_col(b, "uid"), i) else {
                                 continue;
@@ -796,9 +900,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                 }),
             ));
         }
+        let base = snapshot.as_ref().map_or("none", |s| s.as_of.as_str());
         for p in (0..partitions).filter(|_| counted) {
             units.push((
-                format!("counters:{p}/{partitions}"),
+                format!("counters:{p}/{partitions} as of {as_of} over {base}"),
                 Box::new(move |r: &mut Router| {
                     let c = counters::compute(fs, counter_inputs, p, partitions, &mut |m| {
                         if !wants(Table::UserPost) {
@@ -816,39 +921,56 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                             .cell("r:by", be(m.by)),
                         )
                     })?;
-                    unresolved
-                        .fetch_add(c.unresolved_mentions, std::sync::atomic::Ordering::Relaxed);
+                    unresolved.fetch_add(c.unresolved_mentions, Ordering::Relaxed);
+                    let changes = match snapshot {
+                        Some(s) => state::changes(
+                            &c,
+                            &s.users(fs, p, partitions)?,
+                            &s.posts(fs, p, partitions)?,
+                        ),
+                        None => state::Changes {
+                            users: c.users.clone(),
+                            posts: c.posts.clone(),
+                        },
+                    };
+                    if let Some(next) = next {
+                        next.write_part(fs, p, partitions, &c)?;
+                    }
+                    drop(c);
+                    if wants(Table::User) {
+                        users_changed.fetch_add(changes.users.len() as u64, Ordering::Relaxed);
+                    }
+                    if wants(Table::Post) {
+                        posts_changed.fetch_add(changes.posts.len() as u64, Ordering::Relaxed);
+                    }
                     if !merged {
                         // The profiles went out with their parts: counters alone here, so no
                         // partition reads the wide columns again.
                         if wants(Table::User) {
-                            for (uid, c) in &c.users {
-                                r.put(Table::User, user_counts_put(*uid, c))?;
+                            for (uid, c) in &changes.users {
+                                r.put_at(Table::User, user_counts_put(*uid, c), counter_ts)?;
                             }
                         }
                         if wants(Table::Post) {
-                            for (mid, (uid, at, reposts, comments)) in &c.posts {
+                            for (mid, (uid, at, reposts, comments)) in &changes.posts {
                                 let key = keys::post_key(*uid, *at, *mid);
-                                r.put(
-                                    Table::Post,
-                                    with_post_counts(Put::new(key), *reposts, *comments),
-                                )?;
+                                let put = with_post_counts(Put::new(key), *reposts, *comments);
+                                r.put_at(Table::Post, put, counter_ts)?;
                             }
                         }
                         return Ok(());
                     }
                     // One partition (so every row is this unit's): each user and post row goes
-                    // out once, profile and counters together (half the puts of writing the
-                    // counters on their own).
+                    // out once, profile and changed counters together.
                     if wants(Table::User) {
-                        let mut users = Claims::new(c.users);
-                        for f in counter_inputs.users {
+                        let mut users = Claims::new(changes.users);
+                        for f in tonight_users {
                             partition::read_parquet(fs, f, &mut |b| {
-                                let uid = i64_col(b, "uid").expect("uid");
+                                let uid = counters::ids(f, b, "uid")?;
                                 for i in 0..b.num_rows() {
                                     let u = uid.value(i);
                                     let put = user_profile_put(b, i, u);
-                                    let put = match users.claim(u) {
+                                    let put = match users.claim(u, |_| true) {
                                         Some(c) => with_user_counts(put, c),
                                         None => put,
                                     };
@@ -862,16 +984,18 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         }
                     }
                     if wants(Table::Post) {
-                        let mut posts = Claims::new(c.posts);
-                        for f in counter_inputs.posts {
+                        let mut posts = Claims::new(changes.posts);
+                        for f in tonight_posts {
                             partition::read_parquet(fs, f, &mut |b| {
-                                let mid = i64_col(b, "mid").expect("mid");
-                                let created = ts_col(b, "created_at").expect("created_at");
+                                let mid = counters::ids(f, b, "mid")?;
+                                let created = counters::times(f, b, "created_at")?;
                                 for i in 0..b.num_rows() {
                                     let (m, at) = (mid.value(i), created.value(i));
                                     let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
                                     let put = post_info_put(b, i, keys::post_key(uid, at, m), at);
-                                    let put = match posts.claim(m) {
+                                    // Counters go with the row only if it has their rowkey.
+                                    let same_key = |c: &PostCounts| (c.0, c.1) == (uid, at);
+                                    let put = match posts.claim(m, same_key) {
                                         Some((_, _, reposts, comments)) => {
                                             with_post_counts(put, *reposts, *comments)
                                         }
@@ -919,8 +1043,24 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         })?;
         report.units_done = units_done;
         report.units_skipped = units_skipped;
-        report.unresolved_mentions = unresolved.load(std::sync::atomic::Ordering::Relaxed);
-        report.counter_partitions = partitions;
     }
+    // Every counter put is flushed: the snapshot may say so.
+    if let Some(next) = next {
+        next.commit(fs, &state, partitions)?;
+    }
+    report.unresolved_mentions = unresolved_mentions.into_inner();
+    report.counter_partitions = partitions;
+    report.users_changed = users_changed.into_inner();
+    report.posts_changed = posts_changed.into_inner();
     Ok(report)
+}
+
+/// How many nights the history spans (the distinct `dt=` folders of its files).
+fn history_nights(history: &BTreeMap<&str, Vec<FileEntry>>) -> usize {
+    history
+        .values()
+        .flatten()
+        .filter_map(|f| f.location.parent()?.file_name())
+        .collect::<BTreeSet<String>>()
+        .len()
 }

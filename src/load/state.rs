@@ -1,0 +1,427 @@
+//! What `load` remembers between nights: the counters that readers of `user` and `post` see,
+//! as of the newest night loaded into a namespace (the *snapshot*).
+//!
+//! Each night's load computes the counters of every night so far ([`super::counters`]),
+//! writes only the ones that differ from the snapshot, then commits the new snapshot. So the
+//! counter puts of a night grow with what the night changed, not with the history, and:
+//! - loading a night twice writes no counter the second time;
+//! - rerunning an older night (or folding in a late crawl) computes the counters as of the
+//!   newest night and writes any difference with the newest night's cell timestamp, so what
+//!   a reader sees is always the counters of every committed night up to the newest loaded.
+//!
+//! Layout, under `<clean root>/_load/state/<namespace>/`: one committed folder per night,
+//! `dt=<as of>/` with `_SUCCESS`, `state.json`, and `users-<p>-of-<n>.parquet` /
+//! `posts-<p>-of-<n>.parquet` per counter partition. A run stages its snapshot in
+//! `_tmp.dt=<as of>.next/` (a fixed name, so `--resume` finds the partitions already done)
+//! and commits it only after every counter put was flushed: a failed run leaves the previous
+//! snapshot in force, and its rerun writes the same differences again. The two newest
+//! snapshots are kept. `docs/design/nightly.md` has the whole protocol.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, Int64Array, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use serde::{Deserialize, Serialize};
+
+use super::counters::{self, PartitionCounters, PostCounts, UserCounts};
+use crate::error::{Error, Result};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::partition::{self, Staged};
+
+/// Snapshots kept: the newest, and the one before it in case the newest is being replaced.
+const KEEP: usize = 2;
+
+/// `state.json` of a snapshot.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Meta {
+    /// The newest night whose counters the snapshot holds.
+    as_of: String,
+    /// Counter partitions it was written in.
+    partitions: u32,
+}
+
+/// The snapshots of one namespace, loaded from one clean root.
+pub struct State {
+    root: Location,
+}
+
+/// A committed snapshot.
+pub struct Snapshot {
+    pub as_of: String,
+    users: Vec<FileEntry>,
+    posts: Vec<FileEntry>,
+}
+
+/// The counters of one partition that the night must write.
+#[derive(Debug, Default, PartialEq)]
+pub struct Changes {
+    /// Users whose counters differ from the snapshot, or that left it (written as zeros).
+    pub users: Vec<(i64, UserCounts)>,
+    /// Posts whose counters, author or time (so rowkey) differ from the snapshot.
+    pub posts: Vec<(i64, PostCounts)>,
+}
+
+fn user_schema() -> SchemaRef {
+    let cols = [
+        "uid",
+        "followers",
+        "following",
+        "posts",
+        "reposts_received",
+        "comments_received",
+    ];
+    Arc::new(Schema::new(
+        cols.iter()
+            .map(|c| Field::new(*c, DataType::Int64, false))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+fn post_schema() -> SchemaRef {
+    let cols = ["mid", "uid", "created_at", "reposts", "comments"];
+    Arc::new(Schema::new(
+        cols.iter()
+            .map(|c| Field::new(*c, DataType::Int64, false))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+fn bad(location: &Location, reason: String) -> Error {
+    Error::BadInput {
+        path: location.to_string(),
+        line: 0,
+        reason,
+    }
+}
+
+impl State {
+    pub fn new(clean_root: &Location, namespace: &str) -> State {
+        State {
+            root: clean_root.join("_load").join("state").join(namespace),
+        }
+    }
+
+    /// The newest committed snapshot, if any.
+    pub fn latest(&self, fs: &FileSystems) -> Result<Option<Snapshot>> {
+        let Some(dir) = self.committed(fs)?.pop() else {
+            return Ok(None);
+        };
+        let meta: Meta = serde_json::from_slice(&fs.read_to_vec(&dir.join("state.json"))?)
+            .map_err(|e| bad(&dir.join("state.json"), e.to_string()))?;
+        let files = partition::committed_parts(fs, &dir)?;
+        let named = |prefix: &str| -> Vec<FileEntry> {
+            files
+                .iter()
+                .filter(|f| {
+                    f.location
+                        .file_name()
+                        .is_some_and(|n| n.starts_with(prefix))
+                })
+                .cloned()
+                .collect()
+        };
+        Ok(Some(Snapshot {
+            as_of: meta.as_of,
+            users: named("users-"),
+            posts: named("posts-"),
+        }))
+    }
+
+    /// Committed snapshot folders, oldest first.
+    fn committed(&self, fs: &FileSystems) -> Result<Vec<Location>> {
+        if !fs.exists(&self.root)? {
+            return Ok(Vec::new());
+        }
+        let mut dirs: Vec<(String, Location)> = Vec::new();
+        for e in fs.list(&self.root, false)? {
+            let Some(name) = e.location.file_name() else {
+                continue;
+            };
+            if name.starts_with("dt=") && fs.exists(&e.location.join("_SUCCESS"))? {
+                dirs.push((name, e.location));
+            }
+        }
+        dirs.sort();
+        Ok(dirs.into_iter().map(|(_, l)| l).collect())
+    }
+
+    /// The snapshot a run as of `as_of` stages; `resume` keeps the partitions a previous
+    /// attempt of the same run already wrote.
+    pub fn next(&self, fs: &FileSystems, as_of: &str, resume: bool) -> Result<Next> {
+        let staged = Staged::new(&self.root, &format!("dt={as_of}"), "next");
+        if !resume {
+            fs.delete(&staged.tmp)?;
+        }
+        fs.mkdirs(&staged.tmp)?;
+        Ok(Next {
+            staged,
+            as_of: as_of.to_string(),
+        })
+    }
+}
+
+impl Snapshot {
+    /// The snapshot's users in partition `p` of `n`.
+    pub fn users(
+        &self,
+        fs: &FileSystems,
+        p: u32,
+        n: u32,
+    ) -> Result<HashMap<i64, UserCounts, rustc_hash::FxBuildHasher>> {
+        let mut out = HashMap::default();
+        for f in &self.users {
+            partition::read_parquet(fs, f, &mut |b| {
+                let c: Vec<&Int64Array> = user_schema()
+                    .fields()
+                    .iter()
+                    .map(|field| counters::ids(f, b, field.name()))
+                    .collect::<Result<_>>()?;
+                for i in 0..b.num_rows() {
+                    let uid = c[0].value(i);
+                    if counters::uid_partition(uid, n) == p {
+                        let v = [1, 2, 3, 4, 5].map(|k| c[k].value(i));
+                        out.insert(uid, v);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// The snapshot's posts in partition `p` of `n`.
+    pub fn posts(
+        &self,
+        fs: &FileSystems,
+        p: u32,
+        n: u32,
+    ) -> Result<HashMap<i64, PostCounts, rustc_hash::FxBuildHasher>> {
+        let mut out = HashMap::default();
+        for f in &self.posts {
+            partition::read_parquet(fs, f, &mut |b| {
+                let c: Vec<&Int64Array> = post_schema()
+                    .fields()
+                    .iter()
+                    .map(|field| counters::ids(f, b, field.name()))
+                    .collect::<Result<_>>()?;
+                for i in 0..b.num_rows() {
+                    let (mid, uid) = (c[0].value(i), c[1].value(i));
+                    let author = (uid != 0).then_some(uid);
+                    if counters::post_partition(author, mid, n) == p {
+                        out.insert(mid, (uid, c[2].value(i), c[3].value(i), c[4].value(i)));
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// What a partition must write: its counters that the snapshot (`old`, the same partition)
+/// does not already hold.
+pub fn changes(
+    new: &PartitionCounters,
+    old_users: &HashMap<i64, UserCounts, rustc_hash::FxBuildHasher>,
+    old_posts: &HashMap<i64, PostCounts, rustc_hash::FxBuildHasher>,
+) -> Changes {
+    let mut users: Vec<(i64, UserCounts)> = new
+        .users
+        .iter()
+        .filter(|(uid, c)| old_users.get(uid) != Some(c))
+        .copied()
+        .collect();
+    // A user no night has any more (a night cleaned again with less in it): its counters are
+    // zero now. A post that left keeps its row, whose key may be a stale one (README).
+    let current: std::collections::HashSet<i64> = new.users.iter().map(|(u, _)| *u).collect();
+    users.extend(
+        old_users
+            .keys()
+            .filter(|u| !current.contains(u))
+            .map(|u| (*u, [0; 5])),
+    );
+    users.sort_unstable_by_key(|(u, _)| *u);
+    let posts = new
+        .posts
+        .iter()
+        .filter(|(mid, c)| old_posts.get(mid) != Some(c))
+        .copied()
+        .collect();
+    Changes { users, posts }
+}
+
+/// A snapshot being staged.
+pub struct Next {
+    staged: Staged,
+    as_of: String,
+}
+
+fn part_name(entity: &str, p: u32, n: u32) -> String {
+    format!("{entity}-{p:05}-of-{n:05}.parquet")
+}
+
+impl Next {
+    /// Writes partition `p` of `n` of the new snapshot (atomically: a part is there whole or
+    /// not at all).
+    pub fn write_part(
+        &self,
+        fs: &FileSystems,
+        p: u32,
+        n: u32,
+        c: &PartitionCounters,
+    ) -> Result<()> {
+        let column = |f: &dyn Fn(usize) -> i64, len: usize| -> ArrayRef {
+            Arc::new(Int64Array::from_iter_values((0..len).map(f)))
+        };
+        let u = &c.users;
+        let users = RecordBatch::try_new(
+            user_schema(),
+            std::iter::once(column(&|i| u[i].0, u.len()))
+                .chain((0..5).map(|k| column(&|i| u[i].1[k], u.len())))
+                .collect(),
+        )
+        .map_err(|e| bad(&self.staged.tmp, e.to_string()))?;
+        let q = &c.posts;
+        let posts = RecordBatch::try_new(
+            post_schema(),
+            vec![
+                column(&|i| q[i].0, q.len()),
+                column(&|i| q[i].1 .0, q.len()),
+                column(&|i| q[i].1 .1, q.len()),
+                column(&|i| q[i].1 .2, q.len()),
+                column(&|i| q[i].1 .3, q.len()),
+            ],
+        )
+        .map_err(|e| bad(&self.staged.tmp, e.to_string()))?;
+        for (entity, batch) in [("users", users), ("posts", posts)] {
+            let props = partition::typed_properties(&batch.schema()).build();
+            let at = self.staged.tmp.join(&part_name(entity, p, n));
+            partition::write_parquet(fs, &at, batch.schema(), props, Some(&batch))?;
+        }
+        Ok(())
+    }
+
+    /// Commits the snapshot once all `n` partitions are written: it becomes the newest, and
+    /// snapshots older than the [`KEEP`] newest are removed.
+    pub fn commit(self, fs: &FileSystems, state: &State, n: u32) -> Result<()> {
+        let wanted: std::collections::BTreeSet<String> = (0..n)
+            .flat_map(|p| [part_name("users", p, n), part_name("posts", p, n)])
+            .collect();
+        for e in fs.list(&self.staged.tmp, false)? {
+            let name = e.location.file_name().unwrap_or_default();
+            if !wanted.contains(&name) {
+                // A part of an attempt cut in another number of partitions.
+                fs.delete(&e.location)?;
+            }
+        }
+        for name in &wanted {
+            if !fs.exists(&self.staged.tmp.join(name))? {
+                return Err(bad(
+                    &self.staged.tmp,
+                    format!("counter snapshot part {name} was not written"),
+                ));
+            }
+        }
+        let meta = Meta {
+            as_of: self.as_of.clone(),
+            partitions: n,
+        };
+        let text = serde_json::to_vec_pretty(&meta).unwrap_or_default();
+        fs.write_atomic(&self.staged.tmp.join("state.json"), &text)?;
+        partition::commit(fs, std::slice::from_ref(&self.staged))?;
+        let committed = state.committed(fs)?;
+        for old in committed.iter().take(committed.len().saturating_sub(KEEP)) {
+            fs.delete(old)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hm<V>(entries: &[(i64, V)]) -> HashMap<i64, V, rustc_hash::FxBuildHasher>
+    where
+        V: Copy,
+    {
+        entries.iter().copied().collect()
+    }
+
+    #[test]
+    fn changes_are_what_the_snapshot_lacks() {
+        let new = PartitionCounters {
+            users: vec![
+                (1, [1, 0, 0, 0, 0]),
+                (2, [0, 1, 0, 0, 0]),
+                (4, [2, 2, 1, 0, 0]),
+            ],
+            posts: vec![(10, (4, 100, 0, 1)), (11, (4, 200, 0, 0))],
+            unresolved_mentions: 0,
+        };
+        let old_users = hm(&[
+            (1, [1, 0, 0, 0, 0]),
+            (2, [0, 0, 0, 0, 0]),
+            (3, [5, 0, 0, 0, 0]),
+        ]);
+        let old_posts = hm(&[
+            (10, (4, 100, 0, 1)),
+            (11, (0, 200, 0, 0)),
+            (12, (4, 1, 0, 0)),
+        ]);
+        let c = changes(&new, &old_users, &old_posts);
+        // 1 is unchanged; 2 changed; 3 left (zeros); 4 is new.
+        assert_eq!(
+            c.users,
+            vec![(2, [0, 1, 0, 0, 0]), (3, [0; 5]), (4, [2, 2, 1, 0, 0])]
+        );
+        // 11's author is known now (another rowkey); 12 left and is not rewritten.
+        assert_eq!(c.posts, vec![(11, (4, 200, 0, 0))]);
+        // Against itself, nothing.
+        let same_users = hm(&new.users);
+        let same_posts = hm(&new.posts);
+        assert_eq!(changes(&new, &same_users, &same_posts), Changes::default());
+    }
+
+    #[test]
+    fn a_snapshot_round_trips_and_keeps_the_two_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        let root = fs.parse(dir.path().to_str().unwrap()).unwrap();
+        let state = State::new(&root, "ns");
+        assert!(state.latest(&fs).unwrap().is_none());
+        let c = PartitionCounters {
+            users: vec![(7, [1, 2, 3, 4, 5]), (8, [0, 1, 0, 0, 0])],
+            posts: vec![(70, (7, 123, 1, 2)), (71, (0, 456, 0, 3))],
+            unresolved_mentions: 0,
+        };
+        for date in ["2026-11-01", "2026-11-02", "2026-11-03"] {
+            let next = state.next(&fs, date, false).unwrap();
+            next.write_part(&fs, 0, 1, &c).unwrap();
+            next.commit(&fs, &state, 1).unwrap();
+        }
+        let snap = state.latest(&fs).unwrap().unwrap();
+        assert_eq!(snap.as_of, "2026-11-03");
+        assert_eq!(snap.users(&fs, 0, 1).unwrap(), hm(&c.users));
+        assert_eq!(snap.posts(&fs, 0, 1).unwrap(), hm(&c.posts));
+        // Cut in two partitions, the halves are disjoint and make the whole.
+        let (a, b) = (
+            snap.users(&fs, 0, 2).unwrap(),
+            snap.users(&fs, 1, 2).unwrap(),
+        );
+        assert_eq!(a.len() + b.len(), 2);
+        let kept: Vec<String> = state
+            .committed(&fs)
+            .unwrap()
+            .iter()
+            .filter_map(|l| l.file_name())
+            .collect();
+        assert_eq!(kept, vec!["dt=2026-11-02", "dt=2026-11-03"]);
+        // A snapshot missing a partition is refused, and the newest stays in force.
+        let next = state.next(&fs, "2026-11-04", false).unwrap();
+        next.write_part(&fs, 0, 2, &c).unwrap();
+        assert!(next.commit(&fs, &state, 2).is_err());
+        assert_eq!(state.latest(&fs).unwrap().unwrap().as_of, "2026-11-03");
+    }
+}
