@@ -532,3 +532,214 @@ fn friends_load_writes_friend_rows_counts_and_mutual_flags() {
     );
     assert_eq!(fan.get("r:mutual"), Some(&b"1"[..]));
 }
+
+/// Three nights of raw crawls, as canonical CSV: each night's files under `raw/dt=<night>/`,
+/// and all of them together under `union/` (one crawl holding what the nights hold).
+const NIGHTS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
+
+/// A, B, C and D; night 1: A→B, C→B and B's post P; night 2: D→B, and A→B crawled again,
+/// P again with more reposts reported; night 3: B→A (A and B become friends), D reposts P, C
+/// comments on it.
+fn write_nights(dir: &Path) {
+    let (a, b, c, d) = (1000000001i64, 1000000002i64, 1000000003i64, 1000000004i64);
+    let (p, r) = (4900000000000001i64, 4900000000000002i64);
+    let users = |night: usize| {
+        let mut s = String::from("uid,screen_name,crawl_time\n");
+        for (uid, name) in [(a, "甲"), (b, "乙"), (c, "丙"), (d, "丁")] {
+            s += &format!("{uid},{name},{} 23:00:00\n", NIGHTS[night]);
+        }
+        s
+    };
+    let follows = |night: usize, edges: &[(i64, i64)]| {
+        let mut s = String::from("follower,followee,followed_at,crawl_time\n");
+        for (x, y) in edges {
+            s += &format!("{x},{y},2026-10-01 10:00:00,{} 23:10:00\n", NIGHTS[night]);
+        }
+        s
+    };
+    let posts = |night: usize, rows: &[(i64, i64, &str, u32)]| {
+        let mut s = String::from("mid,uid,created_at,text,reposts_count,retweet_mid,crawl_time\n");
+        for (mid, uid, rt, n) in rows {
+            s += &format!(
+                "{mid},{uid},2026-10-31 08:00:00,text {mid},{n},{rt},{} 23:20:00\n",
+                NIGHTS[night]
+            );
+        }
+        s
+    };
+    let files: [Vec<(&str, String)>; 3] = [
+        vec![
+            ("users.csv", users(0)),
+            ("follows.csv", follows(0, &[(a, b), (c, b)])),
+            ("posts.csv", posts(0, &[(p, b, "", 0)])),
+        ],
+        vec![
+            ("users.csv", users(1)),
+            ("follows.csv", follows(1, &[(d, b), (a, b)])),
+            ("posts.csv", posts(1, &[(p, b, "", 5)])),
+        ],
+        vec![
+            ("follows.csv", follows(2, &[(b, a)])),
+            ("posts.csv", posts(2, &[(r, d, &p.to_string(), 0)])),
+            (
+                "comments.csv",
+                format!(
+                    "cid,mid,uid,created_at,text,crawl_time\n\
+                     4900000000000101,{p},{c},2026-11-03 09:00:00,好,2026-11-03 23:30:00\n"
+                ),
+            ),
+        ],
+    ];
+    for (night, files) in files.iter().enumerate() {
+        for (name, text) in files {
+            let at = dir.join("raw").join(format!("dt={}", NIGHTS[night]));
+            std::fs::create_dir_all(&at).unwrap();
+            std::fs::write(at.join(name), text).unwrap();
+            let union = dir.join("union");
+            std::fs::create_dir_all(&union).unwrap();
+            std::fs::write(union.join(format!("n{night}-{name}")), text).unwrap();
+        }
+    }
+}
+
+/// Every `count:` cell of `user` and `post` in `ns`: "table rowkey-in-hex column" → value.
+pub fn counter_cells(conn: &mut Connection, ns: &str) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    for table in ["user", "post"] {
+        conn.scan_with(&format!("{ns}:{table}"), &[], |row| {
+            for (col, cell) in &row.cells {
+                if col.starts_with(b"count:") {
+                    let v = i64::from_be_bytes(cell.value.as_slice().try_into().unwrap());
+                    let key: String = row.key.iter().map(|b| format!("{b:02x}")).collect();
+                    let col = String::from_utf8_lossy(col);
+                    out.insert(format!("{table} {key} {col}"), v);
+                }
+            }
+            true
+        })
+        .unwrap();
+    }
+    out
+}
+
+fn counter(conn: &mut Connection, ns: &str, uid: i64, column: &str) -> i64 {
+    let user = row(conn, &format!("{ns}:user"), &weibo_etl::keys::user_key(uid));
+    let cell = user
+        .get(column)
+        .unwrap_or_else(|| panic!("{uid} has no {column}"));
+    i64::from_be_bytes(cell.try_into().unwrap())
+}
+
+#[test]
+fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    write_nights(dir.path());
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
+    let clean = dir.path().join("clean");
+    for night in NIGHTS {
+        ok(run(bin()
+            .args(["-q", "clean", "--input"])
+            .arg(dir.path().join("raw").join(format!("dt={night}")))
+            .arg("--output")
+            .arg(&clean)
+            .args(["--date", night])));
+    }
+    let load_night = |ns: &str, night: &str| {
+        ok(run(bin()
+            .args(["-q", "--namespace", ns, "load", "--input"])
+            .arg(&clean)
+            .args([
+                "--date",
+                night,
+                "--regions",
+                "2",
+                "--writers",
+                "2",
+            ])));
+    };
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    let (a, b) = (1000000001i64, 1000000002i64);
+
+    // In date order: B's followers are 2, then 3 (A→B crawled again counts once), then 3.
+    let ns = cluster::namespace("nights");
+    let expected = [(2, 0, 0), (3, 0, 0), (3, 1, 1)];
+    for (night, (followers, following, reposts)) in NIGHTS.iter().zip(expected) {
+        load_night(&ns, night);
+        assert_eq!(
+            counter(&mut conn, &ns, b, "count:followers"),
+            followers,
+            "{night}"
+        );
+        assert_eq!(
+            counter(&mut conn, &ns, b, "count:following"),
+            following,
+            "{night}"
+        );
+        assert_eq!(counter(&mut conn, &ns, b, "count:posts"), 1, "{night}");
+        assert_eq!(
+            counter(&mut conn, &ns, b, "count:reposts_received"),
+            reposts
+        );
+        assert_eq!(counter(&mut conn, &ns, a, "count:following"), 1, "{night}");
+    }
+
+    // The same counters as one load of everything crawled, cleaned as one night.
+    let union_clean = dir.path().join("union-clean");
+    ok(run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(dir.path().join("union"))
+        .arg("--output")
+        .arg(&union_clean)
+        .args(["--date", NIGHTS[2]])));
+    let union_ns = cluster::namespace("nights_union");
+    ok(run(bin()
+        .args(["-q", "--namespace", &union_ns, "load", "--input"])
+        .arg(&union_clean)
+        .args(["--date", NIGHTS[2], "--regions", "2"])));
+    let counters = counter_cells(&mut conn, &ns);
+    assert!(counters.len() > 20, "{counters:?}");
+    assert_eq!(counters, counter_cells(&mut conn, &union_ns));
+
+    // Rerunning night 1, or night 3 again, leaves every cell a reader sees as it was.
+    let tables = ["user", "post", "post_by_mid", "follow", "fans", "user_post"];
+    let digests = |conn: &mut Connection| -> Vec<(u64, String)> {
+        tables
+            .iter()
+            .map(|t| table_digest(conn, &format!("{ns}:{t}")))
+            .collect()
+    };
+    let before = digests(&mut conn);
+    load_night(&ns, NIGHTS[0]);
+    assert_eq!(digests(&mut conn), before, "rerun of night 1 after night 3");
+    load_night(&ns, NIGHTS[2]);
+    assert_eq!(digests(&mut conn), before, "night 3 loaded twice");
+
+    // Night 2 crawled late: cleaned and loaded after night 3, it folds in, and the counters
+    // are those of the nights in order.
+    let late_clean = dir.path().join("late-clean");
+    let late = cluster::namespace("nights_late");
+    for night in [NIGHTS[0], NIGHTS[2], NIGHTS[1]] {
+        ok(run(bin()
+            .args(["-q", "clean", "--input"])
+            .arg(dir.path().join("raw").join(format!("dt={night}")))
+            .arg("--output")
+            .arg(&late_clean)
+            .args(["--date", night])));
+        ok(run(bin()
+            .args(["-q", "--namespace", &late, "load", "--input"])
+            .arg(&late_clean)
+            .args([
+                "--date",
+                night,
+                "--regions",
+                "2",
+                "--writers",
+                "2",
+            ])));
+        if night == NIGHTS[2] {
+            assert_eq!(counter(&mut conn, &late, b, "count:followers"), 2);
+        }
+    }
+    assert_eq!(counter_cells(&mut conn, &late), counters);
+}
