@@ -21,6 +21,8 @@ pub mod exit_code {
     pub const HDFS_UNREACHABLE: i32 = 4;
     /// The HBase Thrift gateway did not answer.
     pub const HBASE_UNREACHABLE: i32 = 5;
+    /// Another run of the same job and namespace holds its lock (or left a stale one).
+    pub const LOCKED: i32 = 6;
 }
 
 /// Errors raised by the library. Constructed with enough context to be printed as a
@@ -74,6 +76,17 @@ pub enum Error {
 
     #[error("local cluster: {0}")]
     Cluster(String),
+
+    #[error("{lock} is held: {reason}")]
+    Locked { lock: String, reason: String },
+
+    /// A stage of `run` (a child process) failed; the run ends with the stage's exit code.
+    #[error("stage {stage} of {date} failed with exit code {code}")]
+    Stage {
+        stage: String,
+        date: String,
+        code: i32,
+    },
 }
 
 impl Error {
@@ -84,6 +97,8 @@ impl Error {
             Error::HbaseUnreachable { .. } => exit_code::HBASE_UNREACHABLE,
             Error::InvalidLocation { .. } | Error::Usage(_) => exit_code::USAGE,
             Error::RejectBudget(_) => exit_code::REJECT_BUDGET,
+            Error::Locked { .. } => exit_code::LOCKED,
+            Error::Stage { code, .. } => *code,
             _ => exit_code::FAILURE,
         }
     }

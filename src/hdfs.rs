@@ -525,6 +525,43 @@ impl FileSystems {
         })
     }
 
+    /// Creates `location` holding `bytes` only if nothing is there yet; `Ok(false)` when
+    /// something is. The create itself is the test (exclusive on local disk, without
+    /// overwrite on HDFS, where the NameNode decides), so of two racing processes one wins.
+    pub fn create_new(&self, location: &Location, bytes: &[u8]) -> Result<bool> {
+        if let Some(parent) = location.parent() {
+            self.mkdirs(&parent)?;
+        }
+        match location {
+            Location::Hdfs { authority, path } => {
+                let options = WriteOptions {
+                    overwrite: false,
+                    ..WriteOptions::default()
+                };
+                let mut w = match self.client(authority)?.create(path, options) {
+                    Ok(w) => w,
+                    Err(HdfsError::AlreadyExists(_)) => return Ok(false),
+                    Err(e) => return Err(hdfs_error("create", location, e)),
+                };
+                w.write_bytes(bytes::Bytes::copy_from_slice(bytes))
+                    .map_err(|e| hdfs_error("write", location, e))?;
+                w.close().map_err(|e| hdfs_error("close", location, e))?;
+                Ok(true)
+            }
+            Location::Local(p) => {
+                let mut f = match fs::OpenOptions::new().write(true).create_new(true).open(p) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+                    Err(e) => return Err(io_error("create", location, e)),
+                };
+                f.write_all(bytes)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| io_error("write", location, e))?;
+                Ok(true)
+            }
+        }
+    }
+
     /// Writes a whole file atomically.
     pub fn write_atomic(&self, location: &Location, bytes: &[u8]) -> Result<()> {
         let mut file = self.create_atomic(location)?;

@@ -13,6 +13,7 @@
 //! - [`partition`]: atomic, dated Parquet partitions with `_SUCCESS`;
 //! - [`load`]: cleaned Parquet into pre-split HBase tables, counters, resumable;
 //! - [`keys`]: hashed rowkey prefixes and region split points;
+//! - [`pipeline`]: the nightly job file, its lock and its stages, for `weibo-etl run`;
 //! - [`cluster`]: the local HDFS + HBase + Thrift cluster the tests and demo run against;
 //! - [`verify`]: sampled read-back of the loaded tables, with latencies;
 //! - [`report`] and [`progress`]: what a run tells its operator;
@@ -28,6 +29,7 @@ pub mod hdfs;
 pub mod keys;
 pub mod load;
 pub mod partition;
+pub mod pipeline;
 pub mod progress;
 pub mod raw;
 pub mod report;

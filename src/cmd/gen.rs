@@ -13,6 +13,7 @@ Examples:
   weibo-etl gen --out hdfs:///weibo/raw/dt=2026-11-29 --preset small --seed 7
   weibo-etl gen --out data/paper --preset paper --noise 0
   weibo-etl gen --out data/users1g --users 1100000 --part-rows 100000000   # one ~1 GB users CSV
+  weibo-etl gen --out hdfs:///weibo/raw --nights 30 --preset small --date 2026-11-01
 
 Presets: tiny (200 users, for tests), small (100,000 users), paper (7,489,707 users,
 21,105,470 follows, 4,067,183 posts, 32,958,308 user-post edges). --users N scales the paper's
@@ -30,7 +31,15 @@ timeline crawler follows) as weibo-crawler or weiboSpider files, one per account
 mention); comments as nghuyong 2020 comments, MediaCrawler comments or the weibo-crawler
 export. Other posts, and reposts as records of their own, stay canonical. The truth is the same
 whatever the formats; _truth.json says how many records went to each.
-  weibo-etl gen --out /tmp/mixed --preset tiny --formats canonical,nghuyong,mediacrawler,weibo-crawler,weibospider,aminer";
+  weibo-etl gen --out /tmp/mixed --preset tiny --formats canonical,nghuyong,mediacrawler,weibo-crawler,weibospider,aminer
+
+Nights: --nights N writes <out>/dt=<date>/ for N days from --date, each a night's increment in
+the canonical format (tiny: 40 users, 180 follows, 45 posts, 60 comments a night; small and
+paper: their data set spread over 7 days), 10 % of it earlier records crawled again, and
+<out>/dt=<date>/_truth.json: the union so far, friend pairs, and an MD5 over every counter
+(u <uid> <followers> <following> <posts> <reposts_received> <comments_received> <friends> by
+uid, then p <mid> <reposts> <comments> by mid, one line each); up to 20,000 users it lists
+every counter too.";
 
 /// Generate realistic synthetic Weibo data (power-law follows, ~30 % reciprocity, zombies,
 /// repost chains, mentions, comments) with dirt at a controlled rate and its ground truth.
@@ -71,9 +80,17 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "canonical",
           value_parser = clap::builder::PossibleValuesParser::new(OutFormat::names()))]
     formats: Vec<String>,
+    /// Consecutive nights of raw increments instead of one data set: <out>/dt=<night>/ from
+    /// --date on, at the preset's daily volume (new and re-crawled users, follows and posts,
+    /// new comments), each with _truth.json, the counters after that night (see "Nights")
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=3650))]
+    nights: Option<u32>,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
+    if let Some(n) = args.nights {
+        return nights(ctx, &args, n);
+    }
     let mut spec = match (&args.preset, args.users) {
         (Some(p), _) => GenSpec::preset(p).expect("validated by clap"),
         (None, Some(n)) => GenSpec::scaled(n),
@@ -110,5 +127,32 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         out.join("_truth.json")
     );
     report.set("truth", &truth);
+    ctx.finish_report(&report, None)
+}
+
+/// `--nights N`: consecutive nights of increments with their cumulative truth.
+fn nights(ctx: &Context, args: &Args, n: u32) -> Result<()> {
+    let preset = args.preset.as_deref().unwrap_or("tiny");
+    let spec = weibo_etl::gen::nights::NightsSpec {
+        nights: n,
+        first: args.date.clone(),
+        seed: args.seed,
+        ..weibo_etl::gen::nights::NightsSpec::preset(preset).expect("validated by clap")
+    };
+    let out = ctx.fs.parse(&args.out)?;
+    let mut report = Report::new("gen");
+    let truths = weibo_etl::gen::nights::generate(&ctx.fs, &out, &spec)?;
+    for t in &truths {
+        eprintln!(
+            "{}: {} users, {} follows, {} posts, {} comments in the night; {} friend pairs so far",
+            t.date,
+            t.night_records["users"],
+            t.night_records["follows"],
+            t.night_records["posts"],
+            t.night_records["comments"],
+            t.friend_pairs
+        );
+    }
+    report.set("nights", &spec);
     ctx.finish_report(&report, None)
 }

@@ -9,6 +9,7 @@ pub mod fs;
 pub mod gen;
 pub mod load;
 pub mod query;
+pub mod run;
 pub mod tables;
 pub mod verify;
 
@@ -26,8 +27,11 @@ Exit codes (for cron):
   3  rejected-data budget exceeded (--max-reject-ratio); nothing committed
   4  HDFS unreachable (the message names the NameNode URL)
   5  HBase Thrift gateway unreachable (the message names HOST:PORT)
+  6  locked: another `run` of the job and namespace holds its lock (or left it stale)
+  `run` ends with the exit code of the stage that failed.
 
 Examples:
+  weibo-etl run jobs/nightly.toml --date 2026-11-29    the nightly pipeline: clean, load, friends
   weibo-etl demo                          run everything on the local cluster and sample_data/
   weibo-etl cluster up                    start HDFS + HBase + Thrift on this machine
   weibo-etl fs put sample_data hdfs:///weibo/raw/dt=2026-11-29
@@ -104,6 +108,7 @@ pub enum Command {
     Gen(gen::Args),
     Load(load::Args),
     Query(query::Args),
+    Run(run::Args),
     Tables(tables::Args),
     Verify(verify::Args),
 }
@@ -238,6 +243,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Gen(args) => gen::run(&ctx, args),
         Command::Load(args) => load::run(&ctx, args),
         Command::Query(args) => query::run(&ctx, args),
+        Command::Run(args) => run::run(&ctx, args),
         Command::Tables(args) => tables::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
     }

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
 
 pub mod formats;
+pub mod nights;
 
 use formats::{shanghai_text, Arc, Comment, Follow, OutFormat, PartFiles, Post, User};
 

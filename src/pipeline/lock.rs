@@ -1,0 +1,196 @@
+//! The lock that keeps two runs of one job into one namespace apart: a small file created
+//! exclusively (on HDFS or the local disk, wherever the job's root is), holding its owner's
+//! host, pid and start time.
+//!
+//! Invariants: only the exclusive create takes the lock, so of two racing runs one wins;
+//! the owner removes it when dropped, and only while the file still names it; a lock whose
+//! owner is gone (same host, no such process) is *stale* and is broken only on request
+//! (`--break-lock`), which is logged; a lock held by a live process is never broken.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::hdfs::{FileSystems, Location};
+
+/// Who holds a lock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    pub host: String,
+    pub pid: u32,
+    pub started_at: String,
+}
+
+impl Owner {
+    fn me() -> Owner {
+        Owner {
+            host: hostname(),
+            pid: std::process::id(),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        }
+    }
+
+    /// Whether the owner is known to be gone: same host and no such process. On another
+    /// host nothing can be known, so the lock counts as held.
+    fn is_gone(&self) -> bool {
+        if self.host != hostname() {
+            return false;
+        }
+        let pid = nix::unistd::Pid::from_raw(self.pid as i32);
+        matches!(
+            nix::sys::signal::kill(pid, None),
+            Err(nix::errno::Errno::ESRCH)
+        )
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "pid {} on {} since {}",
+            self.pid, self.host, self.started_at
+        )
+    }
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// A held lock; dropping it releases it.
+pub struct Lock {
+    fs: FileSystems,
+    location: Location,
+    owner: Owner,
+}
+
+/// How to take a lock that is held.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LockOptions {
+    /// Wait this long for the holder to finish before giving up.
+    pub wait: Option<Duration>,
+    /// Break a stale lock (its owner is gone).
+    pub break_stale: bool,
+}
+
+impl Lock {
+    /// Takes the lock at `location`, or fails with [`Error::Locked`] naming its holder.
+    pub fn acquire(fs: &FileSystems, location: &Location, options: LockOptions) -> Result<Lock> {
+        let deadline = options.wait.map(|w| Instant::now() + w);
+        let owner = Owner::me();
+        let text = serde_json::to_vec_pretty(&owner).unwrap_or_default();
+        loop {
+            if fs.create_new(location, &text)? {
+                return Ok(Lock {
+                    fs: fs.clone(),
+                    location: location.clone(),
+                    owner,
+                });
+            }
+            let holder = read_owner(fs, location)?;
+            let reason = match &holder {
+                Some(h) if h.is_gone() => {
+                    if options.break_stale {
+                        log::warn!("breaking the stale lock {location} of {h}, which is gone");
+                        fs.delete(location)?;
+                        continue;
+                    }
+                    format!("stale: {h} is gone; rerun with --break-lock to break it")
+                }
+                Some(h) => format!("by {h}"),
+                // Being written by its owner this instant, or unreadable: held either way.
+                None => "by a run whose lock cannot be read yet".to_string(),
+            };
+            match deadline {
+                Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_millis(500)),
+                _ => {
+                    return Err(Error::Locked {
+                        lock: location.to_string(),
+                        reason,
+                    })
+                }
+            }
+        }
+    }
+
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+}
+
+fn read_owner(fs: &FileSystems, location: &Location) -> Result<Option<Owner>> {
+    match fs.read_to_vec(location) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+        // Released between our create and this read.
+        Err(_) if !fs.exists(location)? => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // Only our own: a lock broken and taken by another run is theirs now.
+        if let Ok(Some(holder)) = read_owner(&self.fs, &self.location) {
+            if holder == self.owner {
+                if let Err(e) = self.fs.delete(&self.location) {
+                    log::warn!("could not release the lock {}: {e}", self.location);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_holder_at_a_time_and_stale_locks_break_only_on_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        let at = fs
+            .parse(dir.path().join("runs/nightly.lock").to_str().unwrap())
+            .unwrap();
+        let first = Lock::acquire(&fs, &at, LockOptions::default()).unwrap();
+        // Held by a live process (this one): refused, even when asked to break stale locks.
+        let options = LockOptions {
+            wait: Some(Duration::from_millis(600)),
+            break_stale: true,
+        };
+        let e = Lock::acquire(&fs, &at, options).err().unwrap();
+        assert!(matches!(e, Error::Locked { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("pid {}", std::process::id())),
+            "{e}"
+        );
+        drop(first);
+        assert!(!fs.exists(&at).unwrap());
+
+        // A lock left by a process that is gone.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let stale = Owner {
+            pid: gone,
+            ..Owner::me()
+        };
+        fs.write_atomic(&at, &serde_json::to_vec(&stale).unwrap())
+            .unwrap();
+        let e = Lock::acquire(&fs, &at, LockOptions::default())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("stale") && e.to_string().contains("--break-lock"));
+        let options = LockOptions {
+            break_stale: true,
+            ..LockOptions::default()
+        };
+        let taken = Lock::acquire(&fs, &at, options).unwrap();
+        assert_eq!(taken.owner().pid, std::process::id());
+    }
+}

@@ -1,0 +1,64 @@
+//! The nightly pipeline that `weibo-etl run` drives: a job file ([`job`]) names the stages
+//! (clean → load → friends) and where their data lives; each date's run takes the job's
+//! [`lock`], runs the stages that are not committed yet as child processes of this binary,
+//! and records what each did under `<root>/_runs/<namespace>/dt=<date>/`.
+//!
+//! Invariants: a stage counts as committed for a date only when its report says it
+//! finished and its output is committed (`_SUCCESS`), so a killed or failed stage is run
+//! again; once a stage runs, every later stage of that date runs too (its input changed);
+//! the stages themselves keep reruns idempotent (atomic partitions, the loader's counter
+//! snapshot), so running a committed date again changes nothing a reader sees.
+//! `docs/nightly.md` has the whole protocol.
+
+pub mod job;
+pub mod lock;
+
+use crate::error::Result;
+use crate::hdfs::{FileSystems, Location};
+
+/// The committed `dt=` folders of `<clean>/follows` up to `date`, oldest first: the follows
+/// `friends` reads for that date.
+pub fn follows_upto(fs: &FileSystems, clean: &Location, date: &str) -> Result<Vec<Location>> {
+    let dir = clean.join("follows");
+    if !fs.exists(&dir)? {
+        return Ok(Vec::new());
+    }
+    let mut nights: Vec<(String, Location)> = Vec::new();
+    for e in fs.list(&dir, false)? {
+        let Some(night) = e
+            .location
+            .file_name()
+            .and_then(|n| n.strip_prefix("dt=").map(String::from))
+        else {
+            continue;
+        };
+        if night.as_str() <= date && fs.exists(&e.location.join("_SUCCESS"))? {
+            nights.push((night, e.location));
+        }
+    }
+    nights.sort();
+    Ok(nights.into_iter().map(|(_, l)| l).collect())
+}
+
+/// Whether a stage's output for `date` is committed: `_SUCCESS` in its partition (for
+/// `clean`, in any entity's). `load` has no partition: its report decides alone.
+pub fn output_committed(
+    fs: &FileSystems,
+    stage: &str,
+    place: &Location,
+    date: &str,
+) -> Result<bool> {
+    let dt = format!("dt={date}");
+    match stage {
+        "clean" => {
+            for entity in ["users", "posts", "follows", "comments", "reposts"] {
+                if fs.exists(&place.join(entity).join(&dt).join("_SUCCESS"))? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        "friends" => fs.exists(&place.join("friends").join(&dt).join("_SUCCESS")),
+        _ => Ok(true),
+    }
+}
