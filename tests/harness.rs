@@ -16,6 +16,10 @@ pub fn bin() -> Command {
         "WEIBO_ETL_NAMESPACE",
         "HADOOP_CONF_DIR",
         "WEIBO_ETL_LOG",
+        "WEIBO_ETL_ROOT",
+        "WEIBO_ETL_RAW",
+        "WEIBO_ETL_CLEAN",
+        "WEIBO_ETL_GRAPH",
     ] {
         cmd.env_remove(var);
     }

@@ -20,7 +20,7 @@ fn rows(dir: &Path, entity: &str) -> Vec<Value> {
 }
 
 /// Row count and a digest of every cell (key, column, value, timestamp) of a table.
-fn table_digest(conn: &mut Connection, table: &str) -> (u64, String) {
+pub fn table_digest(conn: &mut Connection, table: &str) -> (u64, String) {
     let mut n = 0;
     let mut h = Md5::new();
     conn.scan_with(table, &[], |row| {
@@ -38,7 +38,7 @@ fn table_digest(conn: &mut Connection, table: &str) -> (u64, String) {
 }
 
 /// One row that must exist.
-fn row(conn: &mut Connection, table: &str, key: &[u8]) -> weibo_etl::hbase::Row {
+pub fn row(conn: &mut Connection, table: &str, key: &[u8]) -> weibo_etl::hbase::Row {
     conn.get(table, key)
         .unwrap()
         .unwrap_or_else(|| panic!("no row {key:02x?} in {table}"))

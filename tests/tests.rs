@@ -19,3 +19,5 @@ mod test_hbase;
 mod test_hdfs;
 #[cfg(feature = "integration")]
 mod test_load;
+#[cfg(feature = "integration")]
+mod test_run;
