@@ -324,4 +324,5 @@ fn three_nights_rerun_kill_and_overlap() {
     ok(first.wait_with_output().unwrap());
     let want = truth_counters(&truth(&fs, &raw, NIGHTS[0]));
     assert_eq!(counters_in_hbase(&mut conn, &both), want);
+    fs.delete(&fs.parse(&base).unwrap()).unwrap();
 }

@@ -89,13 +89,17 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             slice,
             args.parquet.data_page_version,
         )?;
-        let stats = if args.load {
+        let (stats, marker) = if args.load {
             load_hbase(ctx, &args, slice, &options, &mut writer, &mut report)?
         } else {
-            friends::run_to(&ctx.fs, &args.inputs, &options, &mut writer)
-                .context("computing friends")?
+            let stats = friends::run_to(&ctx.fs, &args.inputs, &options, &mut writer)
+                .context("computing friends")?;
+            (stats, None)
         };
         let target = writer.commit().context("writing friends")?;
+        if let Some(marker) = marker {
+            marker.write(ctx).context("recording the friends loaded")?;
+        }
         log::debug!("friends: committed");
         Ok((stats, target.to_string()))
     })();
@@ -147,7 +151,7 @@ fn load_hbase(
     options: &FriendsOptions,
     writer: &mut FriendsWriter,
     report: &mut Report,
-) -> Result<FriendsStats> {
+) -> Result<(FriendsStats, Option<Marker>)> {
     let load_options = LoadOptions {
         regions: args.regions,
         ..ctx.load_options(
@@ -163,20 +167,140 @@ fn load_hbase(
              friends); sum friend_counts of all slices"
         );
     }
+    let output = ctx.fs.parse(&args.output)?;
+    let date = args.date.format("%Y-%m-%d").to_string();
+    let marker = output
+        .join("_load")
+        .join(&format!("{}.json", ctx.global.namespace));
+    // What this namespace already holds: the friends of the last night loaded into it,
+    // unless its tables are new.
+    let created = load::ensure_tables(&load_options).context("creating the tables")?;
+    let base = match whole && created.is_empty() {
+        true => Base::read(&ctx.fs, &output, &marker)?,
+        false => None,
+    };
     let mut stats = None;
+    let mut skipped = (0u64, 0u64);
     let written = load::write_with(&load_options, &mut |put| {
-        let mut hbase = HBaseSink { put, whole };
+        let mut hbase = HBaseSink {
+            put,
+            whole,
+            base: base.as_ref(),
+            unchanged_pairs: 0,
+            unchanged_counts: 0,
+        };
         let mut both = Both(&mut *writer, &mut hbase);
         stats = Some(friends::run_to(&ctx.fs, &args.inputs, options, &mut both)?);
+        skipped = (hbase.unchanged_pairs, hbase.unchanged_counts);
         Ok(())
     })
     .context("computing friends into HBase")?;
     eprintln!(
-        "hbase: {} puts in {:.2}s into {}:friend/user/follow/fans",
-        written.rows, written.seconds, ctx.global.namespace
+        "hbase: {} puts in {:.2}s into {}:friend/user/follow/fans ({} pairs and {} counts \
+         unchanged since {})",
+        written.rows,
+        written.seconds,
+        ctx.global.namespace,
+        skipped.0,
+        skipped.1,
+        base.as_ref().map_or("-", |b| b.date.as_str())
     );
     report.set("load", &written);
-    stats.context("friends did not run")
+    report.set(
+        "load_base",
+        serde_json::json!({
+            "date": base.as_ref().map(|b| b.date.clone()),
+            "unchanged_pairs": skipped.0,
+            "unchanged_counts": skipped.1,
+        }),
+    );
+    let stats = stats.context("friends did not run")?;
+    // Written once the output is committed too: the next night diffs against the later of
+    // the two nights.
+    let marker = whole.then(|| Marker {
+        at: marker,
+        date: base.map_or(date.clone(), |b| b.date.max(date)),
+    });
+    Ok((stats, marker))
+}
+
+/// Which night's friends a namespace holds, to record once they are committed.
+struct Marker {
+    at: weibo_etl::hdfs::Location,
+    date: String,
+}
+
+impl Marker {
+    fn write(self, ctx: &Context) -> Result<()> {
+        let text = serde_json::to_vec(&serde_json::json!({ "as_of": self.date }))?;
+        ctx.fs.write_atomic(&self.at, &text)?;
+        Ok(())
+    }
+}
+
+/// The friends a namespace already holds (the committed output of the night its marker
+/// names): `friends --load` writes only the pairs and counts that differ from them. Writing
+/// an older night's state is harmless whatever the base, as its cells carry that night's
+/// (older) timestamp; docs/nightly.md.
+struct Base {
+    date: String,
+    /// (uid_a, uid_b) → since (ms, or i64::MIN when unknown)
+    pairs: rustc_hash::FxHashMap<(i64, i64), i64>,
+    counts: rustc_hash::FxHashMap<i64, i64>,
+}
+
+impl Base {
+    fn read(
+        fs: &weibo_etl::hdfs::FileSystems,
+        output: &weibo_etl::hdfs::Location,
+        marker: &weibo_etl::hdfs::Location,
+    ) -> Result<Option<Base>> {
+        if !fs.exists(marker)? {
+            return Ok(None);
+        }
+        let doc: serde_json::Value = serde_json::from_slice(&fs.read_to_vec(marker)?)
+            .with_context(|| format!("reading {marker}"))?;
+        let Some(date) = doc["as_of"].as_str().map(String::from) else {
+            return Ok(None);
+        };
+        let dt = format!("dt={date}");
+        let pair_parts =
+            weibo_etl::partition::committed_parts(fs, &output.join("friends").join(&dt))?;
+        let count_parts =
+            weibo_etl::partition::committed_parts(fs, &output.join("friend_counts").join(&dt))?;
+        if pair_parts.is_empty() || count_parts.is_empty() {
+            log::warn!("{marker} names {date}, whose friends output is gone: writing everything");
+            return Ok(None);
+        }
+        let mut pairs = rustc_hash::FxHashMap::default();
+        for f in &pair_parts {
+            weibo_etl::partition::read_parquet(fs, f, &mut |b| {
+                let (a, bb, since) = friends::pair_columns(b);
+                for i in 0..b.num_rows() {
+                    let t = if since.is_valid(i) {
+                        since.value(i)
+                    } else {
+                        i64::MIN
+                    };
+                    pairs.insert((a.value(i), bb.value(i)), t);
+                }
+                Ok(())
+            })?;
+        }
+        let mut counts = rustc_hash::FxHashMap::default();
+        for f in &count_parts {
+            weibo_etl::partition::read_parquet(fs, f, &mut |b| {
+                let (uid, n) = friends::count_columns(b);
+                counts.extend(uid.values().iter().copied().zip(n.values().iter().copied()));
+                Ok(())
+            })?;
+        }
+        Ok(Some(Base {
+            date,
+            pairs,
+            counts,
+        }))
+    }
 }
 
 /// Hands the same results to two sinks.
@@ -199,6 +323,9 @@ impl FriendsSink for Both<'_> {
 struct HBaseSink<'a, 'b> {
     put: &'a mut PutSink<'b>,
     whole: bool,
+    base: Option<&'a Base>,
+    unchanged_pairs: u64,
+    unchanged_counts: u64,
 }
 
 impl FriendsSink for HBaseSink<'_, '_> {
@@ -207,6 +334,15 @@ impl FriendsSink for HBaseSink<'_, '_> {
         let be = |v: i64| v.to_be_bytes().to_vec();
         for i in 0..uid_a.len() {
             let (a, b) = (uid_a.value(i), uid_b.value(i));
+            let t = if since.is_valid(i) {
+                since.value(i)
+            } else {
+                i64::MIN
+            };
+            if self.base.and_then(|base| base.pairs.get(&(a, b))) == Some(&t) {
+                self.unchanged_pairs += 1;
+                continue;
+            }
             let since = if since.is_valid(i) {
                 be(since.value(i))
             } else {
@@ -238,6 +374,10 @@ impl FriendsSink for HBaseSink<'_, '_> {
         if self.whole {
             let (uids, friends) = friends::count_columns(batch);
             for (uid, n) in uids.values().iter().zip(friends.values()) {
+                if self.base.and_then(|base| base.counts.get(uid)) == Some(n) {
+                    self.unchanged_counts += 1;
+                    continue;
+                }
                 (self.put)(
                     Table::User,
                     Put::new(keys::user_key(*uid)).cell("count:friends", n.to_be_bytes().to_vec()),

@@ -519,7 +519,7 @@ impl<K: Ord + Copy, V> Claims<K, V> {
 
 /// Creates the namespace and any missing table of `options.tables`, pre-split; returns the
 /// tables it created.
-fn ensure_tables(options: &LoadOptions) -> Result<Vec<Table>> {
+pub fn ensure_tables(options: &LoadOptions) -> Result<Vec<Table>> {
     let mut admin = Admin::connect(&options.admin, options.timeouts)?;
     admin.ensure_namespace(&options.namespace)?;
     let mut created = Vec::new();
