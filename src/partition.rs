@@ -52,7 +52,7 @@ pub fn write_parquet(
 /// delta-encoded, text dictionary-encoded. Our rows are sorted by their leading ids and
 /// crawled times cluster, so deltas are small: on the paper-size follows this halves the
 /// files against dictionary pages (which overflow on distinct ids and fall back to plain)
-/// and cuts decoding them by ~40 % (README, friends).
+/// and cuts decoding them by ~40 % (docs/design/friends.md).
 pub fn typed_properties(schema: &SchemaRef) -> parquet::file::properties::WriterPropertiesBuilder {
     use arrow::datatypes::DataType;
     use parquet::basic::Encoding;

@@ -17,6 +17,7 @@ fn help_matches_golden() {
         (vec!["verify", "--help"], "help-verify.txt"),
         (vec!["tables", "--help"], "help-tables.txt"),
         (vec!["demo", "--help"], "help-demo.txt"),
+        (vec!["run", "--help"], "help-run.txt"),
     ] {
         let out = run(bin().args(&args).env("COLUMNS", "100"));
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));

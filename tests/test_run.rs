@@ -1,328 +1,468 @@
-//! `run` on the local cluster: three generated nights through `jobs/nightly.toml` with raw
-//! data and outputs on HDFS, against each night's cumulative truth; a rerun of an earlier
-//! night, a run killed in its load stage, and two runs at once.
+//! `run`: the plan, the lock and failing stages without the cluster, and on the local
+//! cluster three generated nights through `jobs/nightly.toml` with raw data and outputs on
+//! HDFS, against each night's cumulative truth; a rerun of an earlier night, a run killed in
+//! its load stage, and two runs at once.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use weibo_etl::gen::nights::counters_digest;
-use weibo_etl::hbase::{Connection, Timeouts};
-use weibo_etl::hdfs::FileSystems;
 
-use crate::harness::{bin, cluster, run, stderr, stdout};
-use crate::test_load::table_digest;
-
-const NIGHTS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
+use crate::harness::{bin, run, stderr, stdout};
+use crate::test_clean::sample_dir;
 
 fn job_file() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/nightly.toml")
 }
 
-/// `weibo-etl run jobs/nightly.toml` with the places under `root` (raw from `raw`) and the
-/// tables in `ns`; small regions and writers for a two-core box.
-fn run_cmd(root: &str, raw: &str, ns: &str, extra: &[&str]) -> Command {
+/// `run` on local folders under `root`, the raw night from the canonical sample, and an
+/// HBase that refuses connections.
+fn local_run(root: &Path, extra: &[&str]) -> std::process::Command {
     let mut cmd = bin();
-    cmd.args(["-q", "--hdfs", cluster::HDFS, "run"])
-        .arg(job_file())
-        .args(["--set", &format!("root={root}")])
-        .args(["--set", &format!("raw={raw}/dt={{date}}")])
-        .args(["--set", &format!("namespace={ns}")])
-        .args(["--set", "load.regions=2", "--set", "load.writers=2"])
-        .args(["--set", "friends.regions=2"])
-        .args(extra);
+    cmd.args([
+        "--hbase",
+        "127.0.0.1:1",
+        "--hbase-admin",
+        "127.0.0.1:1",
+        "run",
+    ])
+    .arg(job_file())
+    .args(["--date", "2026-11-29", "--set"])
+    .arg(format!("root={}", root.display()))
+    .arg("--set")
+    .arg(format!("raw={}", sample_dir().join("canonical").display()))
+    .args(extra);
     cmd
 }
 
-fn ok(out: Output) -> Output {
-    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
-    out
-}
-
-/// Every counter of `ns` as the truth states them: uid → [followers, following, posts,
-/// reposts received, comments received, friends], mid → [reposts, comments].
-type Counters = (BTreeMap<i64, [u64; 6]>, BTreeMap<i64, [u64; 2]>);
-
-fn counters_in_hbase(conn: &mut Connection, ns: &str) -> Counters {
-    let get = |row: &weibo_etl::hbase::Row, col: &str| -> u64 {
-        row.get(col)
-            .map_or(0, |v| i64::from_be_bytes(v.try_into().unwrap()) as u64)
-    };
-    let mut users = BTreeMap::new();
-    conn.scan_with(&format!("{ns}:user"), &[], |row| {
-        let uid = i64::from_be_bytes(row.key[2..10].try_into().unwrap());
-        let cols = [
-            "count:followers",
-            "count:following",
-            "count:posts",
-            "count:reposts_received",
-            "count:comments_received",
-            "count:friends",
-        ];
-        users.insert(uid, cols.map(|c| get(&row, c)));
-        true
-    })
-    .unwrap();
-    let mut posts = BTreeMap::new();
-    conn.scan_with(&format!("{ns}:post"), &[], |row| {
-        let mid = i64::from_be_bytes(row.key[18..26].try_into().unwrap());
-        posts.insert(
-            mid,
-            [get(&row, "count:reposts"), get(&row, "count:comments")],
-        );
-        true
-    })
-    .unwrap();
-    (users, posts)
-}
-
-fn truth(fs: &FileSystems, raw: &str, night: &str) -> Value {
-    let at = fs.parse(&format!("{raw}/dt={night}/_truth.json")).unwrap();
-    serde_json::from_slice(&fs.read_to_vec(&at).unwrap()).unwrap()
-}
-
-fn truth_counters(t: &Value) -> Counters {
-    let users = t["users"].as_object().unwrap();
-    let posts = t["posts"].as_object().unwrap();
-    let nums = |v: &Value| -> Vec<u64> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n.as_u64().unwrap())
-            .collect()
-    };
-    (
-        users
-            .iter()
-            .map(|(k, v)| (k.parse().unwrap(), nums(v).try_into().unwrap()))
-            .collect(),
-        posts
-            .iter()
-            .map(|(k, v)| (k.parse().unwrap(), nums(v).try_into().unwrap()))
-            .collect(),
-    )
-}
-
-/// Row count and cell digest of every table a night writes, read with default versions.
-fn all_tables(conn: &mut Connection, ns: &str) -> Vec<(String, (u64, String))> {
-    [
-        "user",
-        "post",
-        "post_by_mid",
-        "follow",
-        "fans",
-        "user_post",
-        "user_by_name",
-        "friend",
-    ]
-    .iter()
-    .map(|t| (t.to_string(), table_digest(conn, &format!("{ns}:{t}"))))
-    .collect()
-}
-
-fn happybase_counters(ns: &str, uid: i64) -> Vec<i64> {
-    let script = "import happybase, hashlib, struct, sys\n\
-                  c = happybase.Connection('127.0.0.1', 9090)\n\
-                  t = c.table(sys.argv[1])\n\
-                  uid = int(sys.argv[2]).to_bytes(8, 'big')\n\
-                  row = t.row(hashlib.md5(uid).digest()[:2] + uid)\n\
-                  cols = ['followers', 'following', 'posts', 'friends']\n\
-                  print(' '.join(str(struct.unpack('>q', row.get(('count:' + c).encode(), bytes(8)))[0]) for c in cols))\n";
-    let out = Command::new("python3")
-        .args(["-c", script, &format!("{ns}:user"), &uid.to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+#[test]
+fn dry_run_prints_every_stage_command_and_touches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&mut local_run(dir.path(), &["--dry-run"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out).trim(),
+        format!(
+            "nightly 2026-11-29 weibo: ok in 0.0s; clean planned, load planned, friends planned"
+        )
     );
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(|n| n.parse().unwrap())
-        .collect()
+    let plan = stderr(&out);
+    for stage in ["clean", "load", "friends"] {
+        assert!(
+            plan.contains(&format!("2026-11-29: {stage} would run: weibo-etl")),
+            "{plan}"
+        );
+    }
+    assert!(plan.contains("--max-reject-ratio 0.05"), "{plan}");
+    assert!(plan.contains("friends --input"), "{plan}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "a dry run writes nothing"
+    );
 }
 
 #[test]
-fn three_nights_rerun_kill_and_overlap() {
-    cluster::ensure();
-    let fs = FileSystems::new(cluster::HDFS);
-    let base = format!("{}/it_run_{}", cluster::HDFS, std::process::id());
-    let raw = format!("{base}/raw");
-    ok(run(bin().args([
-        "-q",
-        "--hdfs",
-        cluster::HDFS,
-        "gen",
-        "--out",
-        &raw,
-        "--nights",
-        "3",
-        "--preset",
-        "tiny",
-        "--date",
-        NIGHTS[0],
-    ])));
-    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
-
-    // Night after night, every counter equals that night's cumulative truth.
-    let root = format!("{base}/main");
-    let ns = cluster::namespace("run");
-    for night in NIGHTS {
-        let out = ok(run(&mut run_cmd(&root, &raw, &ns, &["--date", night])));
-        let line = stdout(&out);
-        assert!(
-            line.starts_with(&format!("nightly {night} {ns}: ok")),
-            "{line}"
-        );
-        assert_eq!(line.lines().count(), 1, "{line}");
-        let t = truth(&fs, &raw, night);
-        let want = truth_counters(&t);
-        let got = counters_in_hbase(&mut conn, &ns);
-        assert_eq!(got.0, want.0, "user counters after {night}");
-        assert_eq!(got.1, want.1, "post counters after {night}");
-        assert_eq!(
-            counters_digest(&got.0, &got.1),
-            t["digest"].as_str().unwrap()
-        );
-        let friend_rows = table_digest(&mut conn, &format!("{ns}:friend")).0;
-        assert_eq!(
-            friend_rows,
-            2 * t["friend_pairs"].as_u64().unwrap(),
-            "{night}"
-        );
-    }
-    let t3 = truth_counters(&truth(&fs, &raw, NIGHTS[2]));
-    let (uid, c) = t3.0.iter().max_by_key(|(_, c)| (c[5], c[0])).unwrap();
-    assert!(c[5] > 0, "a user with friends");
-    let want: Vec<i64> = [c[0], c[1], c[2], c[5]].iter().map(|&v| v as i64).collect();
-    assert_eq!(happybase_counters(&ns, *uid), want);
-    let run_report = fs
-        .read_to_vec(
-            &fs.parse(&format!("{root}/_runs/{ns}/dt={}/run.json", NIGHTS[2]))
-                .unwrap(),
-        )
-        .unwrap();
-    let run_report: Value = serde_json::from_slice(&run_report).unwrap();
-    assert_eq!(run_report["ok"], true);
-    assert_eq!(run_report["stages"].as_array().unwrap().len(), 3);
-
-    // Night 1 again after night 3, forced through every stage: nothing a reader sees moves.
-    let tables = all_tables(&mut conn, &ns);
-    ok(run(&mut run_cmd(
-        &root,
-        &raw,
-        &ns,
-        &["--date", NIGHTS[0], "--force"],
-    )));
-    assert_eq!(
-        all_tables(&mut conn, &ns),
-        tables,
-        "rerun of night 1 after night 3"
-    );
-    // Unforced, every stage is committed and skipped.
-    let out = ok(run(&mut run_cmd(&root, &raw, &ns, &["--date", NIGHTS[2]])));
-    assert!(stdout(&out).contains("clean skipped, load skipped, friends skipped"));
-
-    // A run killed in its load stage: the next one (breaking the stale lock) finishes with the
-    // same tables as the uninterrupted run.
-    let killed_root = format!("{base}/killed");
-    let killed = cluster::namespace("run_killed");
-    for night in &NIGHTS[..2] {
-        ok(run(&mut run_cmd(
-            &killed_root,
-            &raw,
-            &killed,
-            &["--date", night],
-        )));
-    }
-    let slow = ["--set", "load.batch-bytes=1", "--set", "load.writers=1"];
-    let mut child = run_cmd(&killed_root, &raw, &killed, &["--date", NIGHTS[2]])
-        .args(slow)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let manifest = fs
-        .parse(&format!(
-            "{killed_root}/clean/_load/dt={}/{killed}.json",
-            NIGHTS[2]
-        ))
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before its load was cut"
-        );
-        let units = fs
-            .read_to_vec(&manifest)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
-            .map_or(0, |u| u.len());
-        if units >= 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the load never finished a unit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let out = run(&mut run_cmd(
-        &killed_root,
-        &raw,
-        &killed,
-        &["--date", NIGHTS[2]],
-    ));
-    assert_eq!(out.status.code(), Some(6), "a stale lock: {}", stderr(&out));
-    assert!(stderr(&out).contains("--break-lock"), "{}", stderr(&out));
-    let out = ok(run(&mut run_cmd(
-        &killed_root,
-        &raw,
-        &killed,
-        &["--date", NIGHTS[2], "--break-lock"],
-    )));
+fn a_failed_stage_ends_the_run_with_its_code_and_committed_stages_skip_on_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&mut local_run(dir.path(), &[]));
+    // load meets an HBase that refuses connections: the run ends with load's exit code.
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let line = stdout(&out);
+    assert_eq!(line.lines().count(), 1, "{line}");
     assert!(
-        stdout(&out).contains("clean skipped, load "),
+        line.contains("FAILED") && line.contains("load failed (exit 5)"),
+        "{line}"
+    );
+    assert!(
+        line.contains("clean ") && !line.contains("friends"),
+        "{line}"
+    );
+    let report = dir.path().join("_runs/weibo/dt=2026-11-29");
+    let runs: Value =
+        serde_json::from_slice(&std::fs::read(report.join("run.json")).unwrap()).unwrap();
+    assert_eq!(runs["ok"], false);
+    let status: Vec<&str> = runs["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(status, ["ran", "failed"]);
+    assert_eq!(runs["stages"][0]["report"]["ok"], true);
+    // The lock is released, and a rerun skips the committed clean.
+    assert!(!dir.path().join("_runs/weibo/nightly.lock").exists());
+    let out = run(&mut local_run(dir.path(), &[]));
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("clean skipped, load failed"),
         "{}",
         stdout(&out)
     );
-    assert_eq!(
-        all_tables(&mut conn, &killed),
-        tables,
-        "killed, then finished"
+    // --from a stage whose predecessors are not committed is refused.
+    let out = run(&mut local_run(dir.path(), &["--from", "friends"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stage load of 2026-11-29 is not committed"),
+        "{}",
+        stderr(&out)
     );
+}
 
-    // Two runs at once: one is refused with exit 6, the other's result is one run's.
-    let both_root = format!("{base}/both");
-    let both = cluster::namespace("run_both");
-    let first = run_cmd(&both_root, &raw, &both, &["--date", NIGHTS[0]])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lock = fs
-        .parse(&format!("{both_root}/_runs/{both}/nightly.lock"))
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !fs.exists(&lock).unwrap() {
-        assert!(
-            Instant::now() < deadline,
-            "the first run never took its lock"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let second = run(&mut run_cmd(
-        &both_root,
-        &raw,
-        &both,
-        &["--date", NIGHTS[0]],
+#[test]
+fn a_held_lock_is_exit_6_naming_its_owner_and_bad_job_files_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("_runs/weibo/nightly.lock");
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let owner = serde_json::json!({
+        "host": host.trim(), "pid": std::process::id(), "started_at": "2026-11-30T02:30:00Z"
+    });
+    std::fs::write(&lock, owner.to_string()).unwrap();
+    let out = run(&mut local_run(dir.path(), &["--break-lock"]));
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("pid {}", std::process::id())),
+        "{}",
+        stderr(&out)
+    );
+    assert!(lock.exists(), "a live owner's lock is never broken");
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "stages = ['clean', 'shuffle']\n").unwrap();
+    let out = run(bin().arg("run").arg(&bad).arg("--dry-run"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown stage `shuffle`"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&mut local_run(
+        dir.path(),
+        &["--only", "shuffle", "--dry-run"],
     ));
-    assert_eq!(second.status.code(), Some(6), "{}", stderr(&second));
-    ok(first.wait_with_output().unwrap());
-    let want = truth_counters(&truth(&fs, &raw, NIGHTS[0]));
-    assert_eq!(counters_in_hbase(&mut conn, &both), want);
-    fs.delete(&fs.parse(&base).unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[cfg(feature = "integration")]
+mod on_the_cluster {
+    use std::collections::BTreeMap;
+    use std::process::{Command, Output, Stdio};
+    use std::time::{Duration, Instant};
+
+    use serde_json::Value;
+    use weibo_etl::gen::nights::counters_digest;
+    use weibo_etl::hbase::{Connection, Timeouts};
+    use weibo_etl::hdfs::FileSystems;
+
+    use super::job_file;
+    use crate::harness::{bin, cluster, run, stderr, stdout};
+    use crate::test_load::table_digest;
+
+    const NIGHTS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
+
+    /// `weibo-etl run jobs/nightly.toml` with the places under `root` (raw from `raw`) and the
+    /// tables in `ns`; small regions and writers for a two-core box.
+    fn run_cmd(root: &str, raw: &str, ns: &str, extra: &[&str]) -> Command {
+        let mut cmd = bin();
+        cmd.args(["-q", "--hdfs", cluster::HDFS, "run"])
+            .arg(job_file())
+            .args(["--set", &format!("root={root}")])
+            .args(["--set", &format!("raw={raw}/dt={{date}}")])
+            .args(["--set", &format!("namespace={ns}")])
+            .args(["--set", "load.regions=2", "--set", "load.writers=2"])
+            .args(["--set", "friends.regions=2"])
+            .args(extra);
+        cmd
+    }
+
+    fn ok(out: Output) -> Output {
+        assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+        out
+    }
+
+    /// Every counter of `ns` as the truth states them: uid → [followers, following, posts,
+    /// reposts received, comments received, friends], mid → [reposts, comments].
+    type Counters = (BTreeMap<i64, [u64; 6]>, BTreeMap<i64, [u64; 2]>);
+
+    fn counters_in_hbase(conn: &mut Connection, ns: &str) -> Counters {
+        let get = |row: &weibo_etl::hbase::Row, col: &str| -> u64 {
+            row.get(col)
+                .map_or(0, |v| i64::from_be_bytes(v.try_into().unwrap()) as u64)
+        };
+        let mut users = BTreeMap::new();
+        conn.scan_with(&format!("{ns}:user"), &[], |row| {
+            let uid = i64::from_be_bytes(row.key[2..10].try_into().unwrap());
+            let cols = [
+                "count:followers",
+                "count:following",
+                "count:posts",
+                "count:reposts_received",
+                "count:comments_received",
+                "count:friends",
+            ];
+            users.insert(uid, cols.map(|c| get(&row, c)));
+            true
+        })
+        .unwrap();
+        let mut posts = BTreeMap::new();
+        conn.scan_with(&format!("{ns}:post"), &[], |row| {
+            let mid = i64::from_be_bytes(row.key[18..26].try_into().unwrap());
+            posts.insert(
+                mid,
+                [get(&row, "count:reposts"), get(&row, "count:comments")],
+            );
+            true
+        })
+        .unwrap();
+        (users, posts)
+    }
+
+    fn truth(fs: &FileSystems, raw: &str, night: &str) -> Value {
+        let at = fs.parse(&format!("{raw}/dt={night}/_truth.json")).unwrap();
+        serde_json::from_slice(&fs.read_to_vec(&at).unwrap()).unwrap()
+    }
+
+    fn truth_counters(t: &Value) -> Counters {
+        let users = t["users"].as_object().unwrap();
+        let posts = t["posts"].as_object().unwrap();
+        let nums = |v: &Value| -> Vec<u64> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_u64().unwrap())
+                .collect()
+        };
+        (
+            users
+                .iter()
+                .map(|(k, v)| (k.parse().unwrap(), nums(v).try_into().unwrap()))
+                .collect(),
+            posts
+                .iter()
+                .map(|(k, v)| (k.parse().unwrap(), nums(v).try_into().unwrap()))
+                .collect(),
+        )
+    }
+
+    /// Row count and cell digest of every table a night writes, read with default versions.
+    fn all_tables(conn: &mut Connection, ns: &str) -> Vec<(String, (u64, String))> {
+        [
+            "user",
+            "post",
+            "post_by_mid",
+            "follow",
+            "fans",
+            "user_post",
+            "user_by_name",
+            "friend",
+        ]
+        .iter()
+        .map(|t| (t.to_string(), table_digest(conn, &format!("{ns}:{t}"))))
+        .collect()
+    }
+
+    fn happybase_counters(ns: &str, uid: i64) -> Vec<i64> {
+        let script = "import happybase, hashlib, struct, sys\n\
+                      c = happybase.Connection('127.0.0.1', 9090)\n\
+                      t = c.table(sys.argv[1])\n\
+                      uid = int(sys.argv[2]).to_bytes(8, 'big')\n\
+                      row = t.row(hashlib.md5(uid).digest()[:2] + uid)\n\
+                      cols = ['followers', 'following', 'posts', 'friends']\n\
+                      print(' '.join(str(struct.unpack('>q', row.get(('count:' + c).encode(), bytes(8)))[0]) for c in cols))\n";
+        let out = Command::new("python3")
+            .args(["-c", script, &format!("{ns}:user"), &uid.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn three_nights_rerun_kill_and_overlap() {
+        cluster::ensure();
+        let fs = FileSystems::new(cluster::HDFS);
+        let base = format!("{}/it_run_{}", cluster::HDFS, std::process::id());
+        let raw = format!("{base}/raw");
+        ok(run(bin().args([
+            "-q",
+            "--hdfs",
+            cluster::HDFS,
+            "gen",
+            "--out",
+            &raw,
+            "--nights",
+            "3",
+            "--preset",
+            "tiny",
+            "--date",
+            NIGHTS[0],
+        ])));
+        let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+
+        // Night after night, every counter equals that night's cumulative truth.
+        let root = format!("{base}/main");
+        let ns = cluster::namespace("run");
+        for night in NIGHTS {
+            let out = ok(run(&mut run_cmd(&root, &raw, &ns, &["--date", night])));
+            let line = stdout(&out);
+            assert!(
+                line.starts_with(&format!("nightly {night} {ns}: ok")),
+                "{line}"
+            );
+            assert_eq!(line.lines().count(), 1, "{line}");
+            let t = truth(&fs, &raw, night);
+            let want = truth_counters(&t);
+            let got = counters_in_hbase(&mut conn, &ns);
+            assert_eq!(got.0, want.0, "user counters after {night}");
+            assert_eq!(got.1, want.1, "post counters after {night}");
+            assert_eq!(
+                counters_digest(&got.0, &got.1),
+                t["digest"].as_str().unwrap()
+            );
+            let friend_rows = table_digest(&mut conn, &format!("{ns}:friend")).0;
+            assert_eq!(
+                friend_rows,
+                2 * t["friend_pairs"].as_u64().unwrap(),
+                "{night}"
+            );
+        }
+        let t3 = truth_counters(&truth(&fs, &raw, NIGHTS[2]));
+        let (uid, c) = t3.0.iter().max_by_key(|(_, c)| (c[5], c[0])).unwrap();
+        assert!(c[5] > 0, "a user with friends");
+        let want: Vec<i64> = [c[0], c[1], c[2], c[5]].iter().map(|&v| v as i64).collect();
+        assert_eq!(happybase_counters(&ns, *uid), want);
+        let run_report = fs
+            .read_to_vec(
+                &fs.parse(&format!("{root}/_runs/{ns}/dt={}/run.json", NIGHTS[2]))
+                    .unwrap(),
+            )
+            .unwrap();
+        let run_report: Value = serde_json::from_slice(&run_report).unwrap();
+        assert_eq!(run_report["ok"], true);
+        assert_eq!(run_report["stages"].as_array().unwrap().len(), 3);
+
+        // Night 1 again after night 3, forced through every stage: nothing a reader sees moves.
+        let tables = all_tables(&mut conn, &ns);
+        ok(run(&mut run_cmd(
+            &root,
+            &raw,
+            &ns,
+            &["--date", NIGHTS[0], "--force"],
+        )));
+        assert_eq!(
+            all_tables(&mut conn, &ns),
+            tables,
+            "rerun of night 1 after night 3"
+        );
+        // Unforced, every stage is committed and skipped.
+        let out = ok(run(&mut run_cmd(&root, &raw, &ns, &["--date", NIGHTS[2]])));
+        assert!(stdout(&out).contains("clean skipped, load skipped, friends skipped"));
+
+        // A run killed in its load stage: the next one (breaking the stale lock) finishes with the
+        // same tables as the uninterrupted run.
+        let killed_root = format!("{base}/killed");
+        let killed = cluster::namespace("run_killed");
+        for night in &NIGHTS[..2] {
+            ok(run(&mut run_cmd(
+                &killed_root,
+                &raw,
+                &killed,
+                &["--date", night],
+            )));
+        }
+        let slow = ["--set", "load.batch-bytes=1", "--set", "load.writers=1"];
+        let mut child = run_cmd(&killed_root, &raw, &killed, &["--date", NIGHTS[2]])
+            .args(slow)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let manifest = fs
+            .parse(&format!(
+                "{killed_root}/clean/_load/dt={}/{killed}.json",
+                NIGHTS[2]
+            ))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the run ended before its load was cut"
+            );
+            let units = fs
+                .read_to_vec(&manifest)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Vec<String>>(&b).ok())
+                .map_or(0, |u| u.len());
+            if units >= 1 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the load never finished a unit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let out = run(&mut run_cmd(
+            &killed_root,
+            &raw,
+            &killed,
+            &["--date", NIGHTS[2]],
+        ));
+        assert_eq!(out.status.code(), Some(6), "a stale lock: {}", stderr(&out));
+        assert!(stderr(&out).contains("--break-lock"), "{}", stderr(&out));
+        let out = ok(run(&mut run_cmd(
+            &killed_root,
+            &raw,
+            &killed,
+            &["--date", NIGHTS[2], "--break-lock"],
+        )));
+        assert!(
+            stdout(&out).contains("clean skipped, load "),
+            "{}",
+            stdout(&out)
+        );
+        assert_eq!(
+            all_tables(&mut conn, &killed),
+            tables,
+            "killed, then finished"
+        );
+
+        // Two runs at once: one is refused with exit 6, the other's result is one run's.
+        let both_root = format!("{base}/both");
+        let both = cluster::namespace("run_both");
+        let first = run_cmd(&both_root, &raw, &both, &["--date", NIGHTS[0]])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lock = fs
+            .parse(&format!("{both_root}/_runs/{both}/nightly.lock"))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !fs.exists(&lock).unwrap() {
+            assert!(
+                Instant::now() < deadline,
+                "the first run never took its lock"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let second = run(&mut run_cmd(
+            &both_root,
+            &raw,
+            &both,
+            &["--date", NIGHTS[0]],
+        ));
+        assert_eq!(second.status.code(), Some(6), "{}", stderr(&second));
+        ok(first.wait_with_output().unwrap());
+        let want = truth_counters(&truth(&fs, &raw, NIGHTS[0]));
+        assert_eq!(counters_in_hbase(&mut conn, &both), want);
+        fs.delete(&fs.parse(&base).unwrap()).unwrap();
+    }
 }

@@ -10,6 +10,7 @@ mod test_clean;
 mod test_cli;
 mod test_friends;
 mod test_pipeline;
+mod test_run;
 
 #[cfg(feature = "integration")]
 mod test_clean_hdfs;
@@ -19,5 +20,3 @@ mod test_hbase;
 mod test_hdfs;
 #[cfg(feature = "integration")]
 mod test_load;
-#[cfg(feature = "integration")]
-mod test_run;

@@ -1,19 +1,15 @@
 //! `weibo-etl demo`: the whole pipeline on the local cluster and `sample_data/`, end to end.
 //!
-//! It starts the cluster, puts the raw sample into HDFS the way the nightly crawl lands,
-//! cleans it into Parquet on HDFS, loads HBase, computes friendships and queries the result.
-//! Each job that lands adds its stage here.
+//! It starts the cluster, puts the raw sample into HDFS the way the nightly crawl lands, runs
+//! the nightly job (`jobs/nightly.toml`: clean, load, friends) on it as cron would, and
+//! queries the result. Each stage that lands in the job file shows up here.
 
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
-use weibo_etl::clean::job;
-use weibo_etl::clean::values::parse_crawl_time;
 use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
-use weibo_etl::graph::friends::{self, FriendsOptions, Slice};
 use weibo_etl::hbase::Connection;
 use weibo_etl::keys;
-use weibo_etl::load::{self, Table};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -45,6 +41,9 @@ pub struct Args {
     /// HDFS folder the friends partitions go to
     #[arg(long, default_value = "hdfs:///weibo/graph")]
     graph: String,
+    /// HDFS folder the run's lock and reports go under (<root>/_runs/<namespace>/)
+    #[arg(long, default_value = "hdfs:///weibo")]
+    root: String,
     /// Leave a cluster this demo started running afterwards
     #[arg(long)]
     keep_cluster: bool,
@@ -54,7 +53,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let mut report = Report::new("demo");
     let paths = ClusterPaths::discover();
 
-    println!("[1/6] local cluster");
+    println!("[1/4] local cluster");
     let up = cluster::up(&paths, &UpOptions::default()).context("starting the local cluster")?;
     if up.already_running {
         println!("      reusing the running cluster");
@@ -85,77 +84,99 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         .sample
         .clone()
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sample_data")));
-    println!("[2/6] put {} into {raw}", sample.display());
+    println!("[2/4] put {} into {raw}", sample.display());
     let sample = sample.to_string_lossy();
     let (files, bytes) = super::fs::put(&ctx.fs, &sample, &raw)?;
     println!("      {files} files, {bytes} bytes");
 
-    println!("[3/6] clean {raw} -> {}", args.clean);
-    let options = job::CleanOptions {
-        inputs: vec![raw.clone()],
-        output: args.clean.clone(),
-        date: args.date.clone(),
-        format: None,
-        default_crawl_ms: parse_crawl_time(&format!("{} 23:59:59", args.date))
-            .map_err(|r| anyhow::anyhow!("--date {}: {}", args.date, r.code()))?,
-        // The sample is dirty on purpose (one file per §3 case): far above a nightly budget.
-        max_reject_ratio: 0.5,
-        spill_dir: None,
-        spill_memory: 256 << 20,
-        key_partitions: None,
-        data_page_version: weibo_etl::partition::DATA_PAGE_VERSION,
-    };
-    let clean = job::run(&ctx.fs, &options, &|_| {}).map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (entity, c) in &clean.entities {
-        println!(
-            "      {entity:<9} in {:>3}  out {:>3}  rejected {:>2}  duplicates {:>2}  dangling {:>2}",
-            c.records_in, c.records_out, c.rejected, c.duplicates, c.dangling
-        );
+    // The nightly job itself, as cron runs it, on the sample's night.
+    let job = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/nightly.toml");
+    let mut command: Vec<String> = Vec::new();
+    if let Some(hdfs) = &ctx.global.hdfs {
+        command.extend(["--hdfs".into(), hdfs.clone()]);
     }
-    println!(
-        "      unattributed {} (unknown formats); rejects with reasons in {}/_rejects/dt={}/",
-        clean.unattributed.records_in, args.clean, args.date
-    );
-    anyhow::ensure!(
-        clean.balances(),
-        "records_in != records_out + rejected + duplicates"
-    );
-    report.set("clean", &clean);
-
-    println!(
-        "[4/6] load {} -> HBase namespace '{}' (8 regions per table, 4 writers)",
-        args.clean, ctx.global.namespace
-    );
-    let options = ctx.load_options(args.clean.clone(), args.date.clone(), Table::ALL.to_vec());
-    let loaded = load::run(&ctx.fs, &options)?;
-    for (table, n) in &loaded.rows_by_table {
-        println!("      {table:<13} {n:>4} puts");
+    command.extend([
+        "--hbase".into(),
+        ctx.global.hbase.clone(),
+        "--hbase-admin".into(),
+        ctx.admin_addr(),
+        "run".into(),
+        job.into(),
+        "--date".into(),
+        args.date.clone(),
+        "--force".into(),
+    ]);
+    for set in [
+        format!("raw={}/dt={{date}}", args.raw.trim_end_matches('/')),
+        format!("clean={}", args.clean),
+        format!("graph={}", args.graph),
+        format!("root={}", args.root),
+        format!("namespace={}", ctx.global.namespace),
+        // The sample is dirty on purpose (one file per case of the raw-format spec): far
+        // above a nightly reject budget.
+        "clean.max-reject-ratio=0.5".into(),
+    ] {
+        command.extend(["--set".into(), set]);
     }
-    report.set("load", &loaded);
-
-    println!("[5/6] friends (mutual follows) -> {}", args.graph);
-    let friends = friends::run(
-        &ctx.fs,
-        &[format!("{}/follows", args.clean)],
-        &FriendsOptions {
-            memory_budget: 1 << 30,
-            slice: Slice::ALL,
-            spill_dir: None,
-        },
+    println!("[3/4] weibo-etl {}", command.join(" "));
+    let exe = std::env::current_exe().context("finding this binary")?;
+    let out = std::process::Command::new(exe)
+        .args(&command)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("running the nightly job")?;
+    let summary = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() {
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        anyhow::bail!(weibo_etl::Error::Stage {
+            stage: "run".into(),
+            date: args.date.clone(),
+            code: out.status.code().unwrap_or(1),
+        });
+    }
+    println!("      {summary}");
+    let runs = format!(
+        "{}/_runs/{}/dt={}",
+        args.root.trim_end_matches('/'),
+        ctx.global.namespace,
+        args.date
+    );
+    let run_report: serde_json::Value = serde_json::from_slice(
+        &ctx.fs
+            .read_to_vec(&ctx.fs.parse(&format!("{runs}/run.json"))?)?,
     )?;
-    println!(
-        "      {} follow edges, {} mutual pairs, reciprocity {:.2}",
-        friends.stats.edges_read, friends.stats.mutual_pairs, friends.stats.reciprocity
-    );
-    for (a, b) in friends.uid_a.iter().zip(&friends.uid_b) {
-        println!("      friends: {a} <-> {b}");
+    for stage in run_report["stages"].as_array().into_iter().flatten() {
+        let name = stage["stage"].as_str().unwrap_or_default();
+        let r = &stage["report"];
+        match name {
+            "clean" => {
+                for (entity, c) in r["clean"]["entities"].as_object().into_iter().flatten() {
+                    println!(
+                        "      clean {entity:<9} in {:>3}  out {:>3}  rejected {:>2}  duplicates {:>2}",
+                        c["records_in"], c["records_out"], c["rejected"], c["duplicates"]
+                    );
+                }
+                println!(
+                    "      rejects with reasons in {}/_rejects/dt={}/",
+                    args.clean, args.date
+                );
+            }
+            "load" => {
+                for (table, n) in r["load"]["rows_by_table"].as_object().into_iter().flatten() {
+                    println!("      load  {table:<13} {n:>4} puts");
+                }
+            }
+            "friends" => println!(
+                "      friends: {} follow edges, {} mutual pairs, under {}/friends/dt={}",
+                r["friends"]["edges_read"], r["friends"]["mutual_pairs"], args.graph, args.date
+            ),
+            _ => {}
+        }
     }
-    report.set("friends", &friends.stats);
-    let graph = ctx.fs.parse(&args.graph)?;
-    let target = friends::write_output(&ctx.fs, &graph, &args.date, Slice::ALL, &friends)?;
-    println!("      written under {target}");
+    println!("      reports: {runs}/run.json and one <stage>.json per stage");
+    report.set("run", &run_report);
 
-    println!("[6/6] query the loaded tables");
+    println!("[4/4] query the loaded tables");
     let mut conn = Connection::connect(&ctx.global.hbase, ctx.timeouts)?;
     let ns = &ctx.global.namespace;
     for uid in [1669879400i64, 1195230310] {
@@ -174,10 +195,11 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
             .map(|v| String::from_utf8_lossy(v).into_owned())
             .unwrap_or_default();
         println!(
-            "      user {uid} {name}: followers {}, following {}, posts {} ({ms:.1} ms)",
+            "      user {uid} {name}: followers {}, following {}, posts {}, friends {} ({ms:.1} ms)",
             number("count:followers"),
             number("count:following"),
-            number("count:posts")
+            number("count:posts"),
+            number("count:friends")
         );
     }
     println!(

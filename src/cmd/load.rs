@@ -16,7 +16,7 @@ Examples:
   weibo-etl load --input out/clean --date 2026-11-29 --tables user,follow,fans
 
 Tables (in --namespace): user, post, post_by_mid, follow, fans, user_post, user_by_name; the
-README has the byte layout. Every cell of a run gets the timestamp of --date (midnight,
+docs/hbase-layout.md has the byte layout. Every cell of a run gets the timestamp of --date (midnight,
 Asia/Shanghai), so reruns replace cells instead of adding versions. Progress is checkpointed
 in <input>/_load/dt=<date>/<namespace>.json; --resume skips the units recorded there.
 Counters are those of every night loaded so far (the union of the cleaned nights, each

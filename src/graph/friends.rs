@@ -464,7 +464,7 @@ pub fn mutual_pairs_of(
 fn sort_and_scan(edges: &mut [PackedEdge], aside: &AsideTimes, stats: &mut FriendsStats) -> Pairs {
     // A parallel in-place radix sort: its low-memory tuner keeps the extra memory to a small
     // fraction of the edges, and against rayon's parallel pdqsort it took the sort + scan of
-    // the paper graph from ~0.6 s to ~0.5 s (README, friends).
+    // the paper graph from ~0.6 s to ~0.5 s (docs/design/friends.md).
     {
         use rdst::RadixSort;
         edges.radix_sort_builder().with_low_mem_tuner().sort();

@@ -3,8 +3,8 @@
 //!
 //! The counters are those of the union of the nights' cleaned data, deduplicated across
 //! nights by natural key (follow pair, mid, cid), the later night's record winning: what one
-//! load over that union would write. See `docs/design/nightly.md` (README "Running nightly")
-//! for how [`super::state`] turns them into the cells a night writes.
+//! load over that union would write. See docs/nightly.md for how
+//! [`super::state`] turns them into the cells a night writes.
 //!
 //! The key space is cut into N partitions, N chosen from the input's row counts (Parquet
 //! metadata) so one partition's maps fit the memory budget. Pass p reads only the id columns

@@ -1,10 +1,11 @@
 //! The `load` job: cleaned Parquet → hashed rowkeys, batch counters → pre-split HBase tables,
 //! written by N parallel Thrift writers, resumable from a checkpoint manifest.
 //!
-//! Layout (README "HBase layout" has a worked example): every rowkey starts with
+//! Layout (docs/hbase-layout.md has a worked example): every rowkey starts with
 //! [`keys::hash_prefix`] of its leading id; ids, times and counters are 8-byte big-endian;
-//! text is UTF-8. Counters are absolute values computed here from the whole cleaned input
-//! (never per-record increments), so a rerun writes the same numbers.
+//! text is UTF-8. Counters are absolute values computed here over every night loaded so far
+//! (never per-record increments), and only those that changed are written
+//! ([`state`]; docs/nightly.md), so a rerun writes the same numbers.
 //!
 //! Invariants:
 //! - Every cell of a run carries the same timestamp, derived from `--date` (midnight,

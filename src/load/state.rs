@@ -233,7 +233,7 @@ pub fn changes(
         .copied()
         .collect();
     // A user no night has any more (a night cleaned again with less in it): its counters are
-    // zero now. A post that left keeps its row, whose key may be a stale one (README).
+    // zero now. A post that left keeps its row, whose key may be a stale one (docs/nightly.md).
     let current: std::collections::HashSet<i64> = new.users.iter().map(|(u, _)| *u).collect();
     users.extend(
         old_users
