@@ -9,7 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader of our output goes away
@@ -22,8 +22,15 @@ fn main() -> ExitCode {
             nix::sys::signal::SigHandler::SigDfl,
         );
     }
-    let cli = match cmd::Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = cmd::Cli::command()
+        .try_get_matches()
+        .and_then(|m| cmd::Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let cli = match parsed {
+        Ok((mut cli, matches)) => {
+            cli.global.namespace_on_command_line =
+                matches.value_source("namespace") == Some(clap::parser::ValueSource::CommandLine);
+            cli
+        }
         Err(e) => {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
             let _ = e.print();

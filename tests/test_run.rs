@@ -59,6 +59,21 @@ fn dry_run_prints_every_stage_command_and_touches_nothing() {
         0,
         "a dry run writes nothing"
     );
+    // --namespace on the command line is the run's namespace, as --set namespace= would be.
+    let out = run(bin()
+        .args(["--namespace", "other", "run"])
+        .arg(job_file())
+        .args(["--date", "2026-11-29", "--dry-run"]));
+    assert!(
+        stdout(&out).starts_with("nightly 2026-11-29 other: ok"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("--namespace other"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -96,6 +96,11 @@ pub struct Global {
     /// Only warnings and errors; no progress bars
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// Whether --namespace was given on the command line (`run` then takes it over the job
+    /// file's).
+    #[arg(skip)]
+    pub namespace_on_command_line: bool,
 }
 
 #[derive(Subcommand, Debug)]

@@ -98,7 +98,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let path = args.jobfile.display().to_string();
     let text = std::fs::read_to_string(&args.jobfile)
         .map_err(|e| Error::Usage(format!("job file {path}: {e}")))?;
-    let job = Job::parse(&text, &path, &args.sets, &|k| std::env::var(k).ok())?;
+    // --namespace on the command line counts as --set namespace=, and --set still wins.
+    let mut sets = args.sets.clone();
+    if ctx.global.namespace_on_command_line {
+        sets.insert(0, ("namespace".into(), ctx.global.namespace.clone()));
+    }
+    let job = Job::parse(&text, &path, &sets, &|k| std::env::var(k).ok())?;
     for stage in [&args.from, &args.only].into_iter().flatten() {
         if !job.stages.iter().any(|s| &s.name == stage) {
             let names: Vec<&str> = job.stages.iter().map(|s| s.name.as_str()).collect();
