@@ -543,9 +543,15 @@ impl FileSystems {
                     Err(HdfsError::AlreadyExists(_)) => return Ok(false),
                     Err(e) => return Err(hdfs_error("create", location, e)),
                 };
-                w.write_bytes(bytes::Bytes::copy_from_slice(bytes))
-                    .map_err(|e| hdfs_error("write", location, e))?;
-                w.close().map_err(|e| hdfs_error("close", location, e))?;
+                let written = w
+                    .write_bytes(bytes::Bytes::copy_from_slice(bytes))
+                    .map_err(|e| hdfs_error("write", location, e))
+                    .and_then(|_| w.close().map_err(|e| hdfs_error("close", location, e)));
+                if let Err(e) = written {
+                    // Ours but unreadable: nobody could ever take it.
+                    let _ = self.delete(location);
+                    return Err(e);
+                }
                 Ok(true)
             }
             Location::Local(p) => {
@@ -554,9 +560,10 @@ impl FileSystems {
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
                     Err(e) => return Err(io_error("create", location, e)),
                 };
-                f.write_all(bytes)
-                    .and_then(|_| f.sync_all())
-                    .map_err(|e| io_error("write", location, e))?;
+                if let Err(e) = f.write_all(bytes).and_then(|_| f.sync_all()) {
+                    let _ = fs::remove_file(p);
+                    return Err(io_error("write", location, e));
+                }
                 Ok(true)
             }
         }

@@ -110,4 +110,48 @@ pub mod cluster {
     pub fn namespace(test: &str) -> String {
         format!("it_{test}_{}", std::process::id())
     }
+
+    /// A test's namespace whose tables are dropped when it goes out of scope (a failed test
+    /// included), so a long suite does not fill the one JVM's heap with regions.
+    pub struct Scratch(pub String);
+
+    impl Scratch {
+        pub fn new(test: &str) -> Scratch {
+            Scratch(namespace(test))
+        }
+    }
+
+    impl std::fmt::Display for Scratch {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl std::ops::Deref for Scratch {
+        type Target = str;
+        fn deref(&self) -> &str {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let timeouts = weibo_etl::hbase::Timeouts::default();
+            let Ok(mut admin) = weibo_etl::hbase::admin::Admin::connect(THRIFT2, timeouts) else {
+                return;
+            };
+            for table in [
+                "user",
+                "post",
+                "post_by_mid",
+                "follow",
+                "fans",
+                "user_post",
+                "user_by_name",
+                "friend",
+            ] {
+                let _ = admin.drop_table(&self.0, table);
+            }
+        }
+    }
 }

@@ -662,7 +662,7 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
     let (a, b) = (1000000001i64, 1000000002i64);
 
     // In date order: B's followers are 2, then 3 (A→B crawled again counts once), then 3.
-    let ns = cluster::namespace("nights");
+    let ns = cluster::Scratch::new("nights");
     let expected = [(2, 0, 0), (3, 0, 0), (3, 1, 1)];
     for (night, (followers, following, reposts)) in NIGHTS.iter().zip(expected) {
         load_night(&ns, night);
@@ -692,7 +692,7 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
         .arg("--output")
         .arg(&union_clean)
         .args(["--date", NIGHTS[2]])));
-    let union_ns = cluster::namespace("nights_union");
+    let union_ns = cluster::Scratch::new("nights_union");
     ok(run(bin()
         .args(["-q", "--namespace", &union_ns, "load", "--input"])
         .arg(&union_clean)
@@ -710,15 +710,37 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
             .collect()
     };
     let before = digests(&mut conn);
-    load_night(&ns, NIGHTS[0]);
-    assert_eq!(digests(&mut conn), before, "rerun of night 1 after night 3");
-    load_night(&ns, NIGHTS[2]);
-    assert_eq!(digests(&mut conn), before, "night 3 loaded twice");
+    let reruns = [
+        (NIGHTS[0], "rerun of night 1 after night 3"),
+        (NIGHTS[2], "night 3 loaded twice"),
+    ];
+    for (night, what) in reruns {
+        let report = dir.path().join(format!("rerun-{night}.json"));
+        ok(run(bin()
+            .args(["-q", "--namespace", &ns, "--report"])
+            .arg(&report)
+            .args(["load", "--input"])
+            .arg(&clean)
+            .args([
+                "--date",
+                night,
+                "--regions",
+                "2",
+                "--writers",
+                "2",
+            ])));
+        assert_eq!(digests(&mut conn), before, "{what}");
+        // Not the same values written again: none written at all.
+        let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert_eq!(r["load"]["users_changed"], 0, "{what}: {r}");
+        assert_eq!(r["load"]["posts_changed"], 0, "{what}: {r}");
+        assert_eq!(r["load"]["counters_as_of"], NIGHTS[2], "{what}: {r}");
+    }
 
     // Night 2 crawled late: cleaned and loaded after night 3, it folds in, and the counters
     // are those of the nights in order.
     let late_clean = dir.path().join("late-clean");
-    let late = cluster::namespace("nights_late");
+    let late = cluster::Scratch::new("nights_late");
     for night in [NIGHTS[0], NIGHTS[2], NIGHTS[1]] {
         ok(run(bin()
             .args(["-q", "clean", "--input"])

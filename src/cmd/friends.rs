@@ -219,6 +219,7 @@ fn load_hbase(
     // the two nights.
     let marker = whole.then(|| Marker {
         at: marker,
+        output: output.clone(),
         date: base.map_or(date.clone(), |b| b.date.max(date)),
     });
     Ok((stats, marker))
@@ -227,15 +228,36 @@ fn load_hbase(
 /// Which night's friends a namespace holds, to record once they are committed.
 struct Marker {
     at: weibo_etl::hdfs::Location,
+    output: weibo_etl::hdfs::Location,
     date: String,
 }
 
 impl Marker {
+    /// Records the night and the sizes of its output's files: a base whose files changed
+    /// since (rewritten by a run without --load) is not trusted.
     fn write(self, ctx: &Context) -> Result<()> {
-        let text = serde_json::to_vec(&serde_json::json!({ "as_of": self.date }))?;
+        let parts = output_parts(&ctx.fs, &self.output, &self.date)?;
+        let text = serde_json::to_vec(&serde_json::json!({ "as_of": self.date, "parts": parts }))?;
         ctx.fs.write_atomic(&self.at, &text)?;
         Ok(())
     }
+}
+
+/// `friends/dt=<date>/<part>` and `friend_counts/...` → size, of the committed output.
+fn output_parts(
+    fs: &weibo_etl::hdfs::FileSystems,
+    output: &weibo_etl::hdfs::Location,
+    date: &str,
+) -> Result<std::collections::BTreeMap<String, u64>> {
+    let mut parts = std::collections::BTreeMap::new();
+    for table in ["friends", "friend_counts"] {
+        let dir = output.join(table).join(&format!("dt={date}"));
+        for f in weibo_etl::partition::committed_parts(fs, &dir)? {
+            let name = f.location.file_name().unwrap_or_default();
+            parts.insert(format!("{table}/{name}"), f.len);
+        }
+    }
+    Ok(parts)
 }
 
 /// The friends a namespace already holds (the committed output of the night its marker
@@ -263,6 +285,15 @@ impl Base {
         let Some(date) = doc["as_of"].as_str().map(String::from) else {
             return Ok(None);
         };
+        let recorded: std::collections::BTreeMap<String, u64> =
+            serde_json::from_value(doc["parts"].clone()).unwrap_or_default();
+        if recorded.is_empty() || recorded != output_parts(fs, output, &date)? {
+            log::warn!(
+                "the friends of {date} changed since they were loaded (or {marker} is old): \
+                 writing every pair and count"
+            );
+            return Ok(None);
+        }
         let dt = format!("dt={date}");
         let pair_parts =
             weibo_etl::partition::committed_parts(fs, &output.join("friends").join(&dt))?;

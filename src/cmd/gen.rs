@@ -83,7 +83,8 @@ pub struct Args {
     /// Consecutive nights of raw increments instead of one data set: <out>/dt=<night>/ from
     /// --date on, at the preset's daily volume (new and re-crawled users, follows and posts,
     /// new comments), each with _truth.json, the counters after that night (see "Nights")
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=3650))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=3650),
+          conflicts_with_all = ["users", "noise", "days", "part_rows", "only", "formats"])]
     nights: Option<u32>,
 }
 

@@ -1,7 +1,14 @@
 //! `weibo-etl run`: the nightly pipeline of a job file, one date or a range of them, each
 //! stage a child process of this binary, under the job's lock, skipping what is committed.
+//!
+//! Invariants: the lock is held for the whole run and released however it ends, short of
+//! SIGKILL (SIGTERM and SIGINT stop the running stage first); a stage's report, and the
+//! reports of the stages after it, are deleted before it starts, so a run cut short never
+//! leaves a stage looking committed on the old input; stdout carries only the summary line.
+//! The protocol is in docs/nightly.md.
 
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -130,6 +137,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let _lock = if args.dry_run {
         None
     } else {
+        catch_stop_signals()?;
         let at = ctx.fs.parse(&job.lock_path())?;
         let options = LockOptions {
             wait: args.wait,
@@ -283,13 +291,22 @@ fn stages(
             continue;
         }
         // This stage's report and every later one's stop saying "committed" now: if the run
-        // dies here, the next one runs them all again.
+        // dies here, the next one runs them all again. A load after this stage starts over:
+        // its checkpoint was made on the input this stage replaces.
         for later in &job.stages[i..] {
             ctx.fs.delete(&dir.join(&format!("{}.json", later.name)))?;
         }
+        if job.stages[i + 1..].iter().any(|s| s.name == "load") {
+            let clean = ctx.fs.parse(&job.place("clean", date))?;
+            let manifest = clean
+                .join("_load")
+                .join(&format!("dt={date}"))
+                .join(&format!("{}.json", job.namespace()));
+            ctx.fs.delete(&manifest)?;
+        }
         log::info!("{date}: {} ...", stage.name);
         let started = Instant::now();
-        let code = spawn(&command).with_context(|| format!("starting stage {}", stage.name))?;
+        let code = spawn(&command).with_context(|| format!("stage {}", stage.name))?;
         let report = read_json(ctx, &report_at);
         let mut o = StageOutcome {
             status: if code == 0 { "ran" } else { "failed" },
@@ -369,25 +386,77 @@ fn global_args(ctx: &Context, job: &Job, report_at: &Location) -> Vec<String> {
     a
 }
 
+/// The signal that asked this run to stop (SIGTERM or SIGINT), 0 while none did.
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_stop(signal: i32) {
+    STOP.store(signal, Ordering::SeqCst);
+}
+
+/// From now on SIGTERM and SIGINT ask the run to stop (see [`spawn`]) instead of ending it
+/// with the lock still held.
+fn catch_stop_signals() -> Result<()> {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let action = SigAction::new(
+        SigHandler::Handler(on_stop),
+        SaFlags::empty(),
+        SigSet::empty(),
+    );
+    for signal in [Signal::SIGTERM, Signal::SIGINT] {
+        // SAFETY: the handler only stores into an atomic, which is async-signal-safe.
+        unsafe { sigaction(signal, &action) }.context("installing a signal handler")?;
+    }
+    Ok(())
+}
+
 /// Runs this binary with `args`; returns its exit code. Its stdout goes to our stderr (our
 /// stdout is the summary), and it dies with us (a killed run leaves no stage running on).
+/// When the run is asked to stop, the stage is stopped first (SIGTERM, then SIGKILL).
 fn spawn(args: &[String]) -> Result<i32> {
     use std::os::fd::AsFd;
     use std::os::unix::process::{CommandExt, ExitStatusExt};
     let exe = std::env::current_exe().context("finding this binary")?;
     let stdout = std::io::stderr().as_fd().try_clone_to_owned()?;
+    let parent = std::process::id();
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(stdout));
-    // SAFETY: prctl is async-signal-safe and touches nothing of the parent's.
+    // SAFETY: prctl and getppid are async-signal-safe and touch nothing of the parent's.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
-                .map_err(std::io::Error::from)
+                .map_err(std::io::Error::from)?;
+            // The run died before the death signal was armed: do not run on without it.
+            if nix::unistd::getppid().as_raw() as u32 != parent {
+                return Err(std::io::Error::other(
+                    "the run that started this stage is gone",
+                ));
+            }
+            Ok(())
         });
     }
-    let status = cmd.status()?;
+    let mut child = cmd.spawn()?;
+    let mut asked = None;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        let signal = STOP.load(Ordering::SeqCst);
+        if signal != 0 && asked.is_none() {
+            log::warn!("stopping the running stage (signal {signal})");
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            asked = Some(Instant::now());
+        }
+        if asked.is_some_and(|t| t.elapsed() > Duration::from_secs(30)) {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if let Some(signal) = (STOP.load(Ordering::SeqCst) != 0).then(|| STOP.load(Ordering::SeqCst)) {
+        anyhow::bail!("stopped by signal {signal}");
+    }
     Ok(status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))

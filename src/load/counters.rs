@@ -104,7 +104,7 @@ fn need<'a, T: 'a>(
     })
 }
 
-/// A required `Int64` column.
+/// A required `Int64` column, without nulls (a null id would read as 0).
 pub(super) fn ids<'a>(
     file: &FileEntry,
     b: &'a RecordBatch,
@@ -113,7 +113,15 @@ pub(super) fn ids<'a>(
     let found = b
         .column_by_name(column)
         .and_then(|c| c.as_primitive_opt::<Int64Type>());
-    need(file, column, found, "int64")
+    let ids = need(file, column, found, "int64")?;
+    if ids.null_count() > 0 {
+        return Err(Error::BadInput {
+            path: file.location.to_string(),
+            line: 0,
+            reason: format!("column {column:?} has {} null ids", ids.null_count()),
+        });
+    }
+    Ok(ids)
 }
 
 /// A required millisecond timestamp column.

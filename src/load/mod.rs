@@ -8,8 +8,9 @@
 //! ([`state`]; docs/nightly.md), so a rerun writes the same numbers.
 //!
 //! Invariants:
-//! - Every cell of a run carries the same timestamp, derived from `--date` (midnight,
-//!   Asia/Shanghai): rewriting a cell replaces it instead of adding a version.
+//! - Every row cell of a run carries the timestamp of `--date` (midnight, Asia/Shanghai), so
+//!   rewriting a cell replaces it instead of adding a version; counters carry that of the
+//!   newest night loaded (`--date` or later, [`state`]).
 //! - Work is split into units: one Parquet part file × its rows' tables, and one unit per
 //!   counter partition ([`counters`]) writing its counters and mention edges. When the
 //!   counters fit one partition, its unit also writes the `user` and `post` rows, profile and
@@ -626,8 +627,8 @@ fn with_writers(
     outcome
 }
 
-/// Runs the load.
-/// The committed night folders of an entity up to `upto` (inclusive), oldest first.
+/// The part files of an entity's committed nights up to `upto` (inclusive), oldest night
+/// first.
 fn history_files(
     fs: &FileSystems,
     root: &Location,
@@ -693,19 +694,15 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         fs.delete(&manifest_loc)?;
     }
 
-    // The counters readers see (the snapshot), unless the tables they were written into are
-    // new or the run is told to write them all.
+    // The counters readers see (the snapshot). Tables created just now hold none: their
+    // snapshots are gone for good, before any put, so no later run diffs against them.
     let wants = |t: Table| options.tables.contains(&t);
     let counted = wants(Table::User) || wants(Table::Post) || wants(Table::UserPost);
     let state = state::State::new(&root, &options.namespace);
-    let fresh = options.rewrite_counters
-        || created.contains(&Table::User)
-        || created.contains(&Table::Post);
-    let snapshot = if counted && !fresh {
-        state.latest(fs)?
-    } else {
-        None
-    };
+    if created.contains(&Table::User) || created.contains(&Table::Post) {
+        state.clear(fs)?;
+    }
+    let snapshot = if counted { state.latest(fs)? } else { None };
     // Counters are those of every night up to the newest loaded; a night older than that
     // (a rerun, a late crawl) folds its difference into the newest night's cells.
     let as_of = match &snapshot {
@@ -713,6 +710,8 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         _ => options.date.clone(),
     };
     let counter_ts = cell_timestamp(&as_of)?;
+    // What the changes are taken against: nothing when every counter is to be written.
+    let snapshot = snapshot.filter(|_| !options.rewrite_counters);
     let history: BTreeMap<&str, Vec<FileEntry>> = ["users", "follows", "posts", "comments"]
         .into_iter()
         .map(|e| Ok((e, history_files(fs, &root, e, &as_of)?)))
@@ -1022,10 +1021,33 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
 
         // A unit is "done" only for the tables it was run with: a resume with other --tables
         // redoes it.
+        // Nor for another way of splitting the work (merged rows carry no profile in their
+        // part units).
         let tables: Vec<&str> = options.tables.iter().map(|t| t.name()).collect();
         let tables = tables.join(",");
+        let mode = if merged {
+            "merged".to_string()
+        } else {
+            format!("split in {partitions}")
+        };
         for (name, _) in units.iter_mut() {
-            *name = format!("{tables}|{name}");
+            *name = format!("{tables}|{mode}|{name}");
+        }
+        // A counter unit done in an attempt whose staged snapshot is gone (committed by it,
+        // or cleared) is done again, so the snapshot this run commits is whole.
+        if let Some(next) = &next {
+            for p in 0..partitions {
+                let name = units.iter().map(|(n, _)| n).find(|n| {
+                    n.ends_with(&format!(
+                        "|counters:{p}/{partitions} as of {as_of} over {base}"
+                    ))
+                });
+                if let Some(name) = name {
+                    if done.contains(name) && !next.has_part(fs, p, partitions)? {
+                        done.remove(name);
+                    }
+                }
+            }
         }
         let (mut units_done, mut units_skipped) = (0usize, 0usize);
         with_writers(options, ts, started, &mut report, &mut |router| {

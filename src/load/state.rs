@@ -15,7 +15,9 @@
 //! `_tmp.dt=<as of>.next/` (a fixed name, so `--resume` finds the partitions already done)
 //! and commits it only after every counter put was flushed: a failed run leaves the previous
 //! snapshot in force, and its rerun writes the same differences again. The two newest
-//! snapshots are kept. `docs/design/nightly.md` has the whole protocol.
+//! snapshots are kept. The snapshot moves on only with a run that writes both `user` and
+//! `post`; one whose tables were just created starts with none. docs/nightly.md has the
+//! whole protocol.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -49,6 +51,8 @@ pub struct State {
 /// A committed snapshot.
 pub struct Snapshot {
     pub as_of: String,
+    /// Partitions it was written in: with as many, partition p is one part.
+    partitions: u32,
     users: Vec<FileEntry>,
     posts: Vec<FileEntry>,
 }
@@ -102,6 +106,11 @@ impl State {
         }
     }
 
+    /// Removes every snapshot (the tables they describe are new).
+    pub fn clear(&self, fs: &FileSystems) -> Result<()> {
+        fs.delete(&self.root)
+    }
+
     /// The newest committed snapshot, if any.
     pub fn latest(&self, fs: &FileSystems) -> Result<Option<Snapshot>> {
         let Some(dir) = self.committed(fs)?.pop() else {
@@ -123,6 +132,7 @@ impl State {
         };
         Ok(Some(Snapshot {
             as_of: meta.as_of,
+            partitions: meta.partitions,
             users: named("users-"),
             posts: named("posts-"),
         }))
@@ -162,6 +172,22 @@ impl State {
 }
 
 impl Snapshot {
+    /// The parts that may hold partition `p` of `n`: its own when cut the same way, else all.
+    fn parts<'a>(
+        &self,
+        files: &'a [FileEntry],
+        entity: &str,
+        p: u32,
+        n: u32,
+    ) -> Vec<&'a FileEntry> {
+        let own = part_name(entity, p, n);
+        let same = self.partitions == n;
+        files
+            .iter()
+            .filter(|f| !same || f.location.file_name().as_deref() == Some(own.as_str()))
+            .collect()
+    }
+
     /// The snapshot's users in partition `p` of `n`.
     pub fn users(
         &self,
@@ -170,7 +196,7 @@ impl Snapshot {
         n: u32,
     ) -> Result<HashMap<i64, UserCounts, rustc_hash::FxBuildHasher>> {
         let mut out = HashMap::default();
-        for f in &self.users {
+        for f in self.parts(&self.users, "users", p, n) {
             partition::read_parquet(fs, f, &mut |b| {
                 let c: Vec<&Int64Array> = user_schema()
                     .fields()
@@ -198,7 +224,7 @@ impl Snapshot {
         n: u32,
     ) -> Result<HashMap<i64, PostCounts, rustc_hash::FxBuildHasher>> {
         let mut out = HashMap::default();
-        for f in &self.posts {
+        for f in self.parts(&self.posts, "posts", p, n) {
             partition::read_parquet(fs, f, &mut |b| {
                 let c: Vec<&Int64Array> = post_schema()
                     .fields()
@@ -262,6 +288,12 @@ fn part_name(entity: &str, p: u32, n: u32) -> String {
 }
 
 impl Next {
+    /// Whether partition `p` of `n` is staged already.
+    pub fn has_part(&self, fs: &FileSystems, p: u32, n: u32) -> Result<bool> {
+        Ok(fs.exists(&self.staged.tmp.join(&part_name("users", p, n)))?
+            && fs.exists(&self.staged.tmp.join(&part_name("posts", p, n)))?)
+    }
+
     /// Writes partition `p` of `n` of the new snapshot (atomically: a part is there whole or
     /// not at all).
     pub fn write_part(

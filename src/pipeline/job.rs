@@ -14,6 +14,20 @@ use crate::error::{Error, Result};
 /// The stages a job can name, in the only order they may run.
 pub const STAGES: [&str; 3] = ["clean", "load", "friends"];
 
+/// Stage flags `run` sets itself: a job file giving them would fight the run (a `resume`
+/// after clean ran again, a report elsewhere than where committed stages are looked for).
+const RUN_OWNED: [&str; 9] = [
+    "input",
+    "output",
+    "date",
+    "report",
+    "namespace",
+    "resume",
+    "checkpoint",
+    "hdfs",
+    "hbase",
+];
+
 /// Top-level keys that name places and the namespace; each can be overridden by
 /// `--set key=value` or `WEIBO_ETL_<KEY>`.
 pub const PLACES: [&str; 5] = ["root", "raw", "clean", "graph", "namespace"];
@@ -175,6 +189,21 @@ impl Job {
                 origin,
                 format!("options for `{stage}`, which `stages` does not list"),
             ));
+        }
+        for stage in &stages {
+            let owned = stage
+                .options
+                .iter()
+                .find(|(k, _)| RUN_OWNED.contains(&k.as_str()));
+            if let Some((key, _)) = owned {
+                return Err(usage(
+                    origin,
+                    format!(
+                        "`{}.{key}` is set by `run` itself and cannot be an option",
+                        stage.name
+                    ),
+                ));
+            }
         }
         Ok(Job {
             name,
@@ -368,6 +397,10 @@ load = true
                 "does not list",
             ),
             ("root = 3", "must be a string"),
+            (
+                "[options.load]\nresume = true",
+                "`load.resume` is set by `run`",
+            ),
             ("[clean", "nightly.toml"),
         ] {
             let e = Job::parse(text, "nightly.toml", &[], &no_env).unwrap_err();

@@ -5,7 +5,8 @@
 //! Invariants: only the exclusive create takes the lock, so of two racing runs one wins;
 //! the owner removes it when dropped, and only while the file still names it; a lock whose
 //! owner is gone (same host, no such process) is *stale* and is broken only on request
-//! (`--break-lock`), which is logged; a lock held by a live process is never broken.
+//! (`--break-lock`), which is logged, under a guard file so that two breakers cannot both
+//! win; a lock held by a live process is never broken.
 
 use std::time::{Duration, Instant};
 
@@ -92,19 +93,27 @@ impl Lock {
                     owner,
                 });
             }
-            let holder = read_owner(fs, location)?;
-            let reason = match &holder {
+            let reason = match read_owner(fs, location)? {
                 Some(h) if h.is_gone() => {
-                    if options.break_stale {
-                        log::warn!("breaking the stale lock {location} of {h}, which is gone");
-                        fs.delete(location)?;
+                    if options.break_stale && break_stale(fs, location, Some(&h))? {
                         continue;
                     }
                     format!("stale: {h} is gone; rerun with --break-lock to break it")
                 }
                 Some(h) => format!("by {h}"),
-                // Being written by its owner this instant, or unreadable: held either way.
-                None => "by a run whose lock cannot be read yet".to_string(),
+                None if !fs.exists(location)? => continue,
+                None => {
+                    // Being written by its owner this instant, or left empty by a crash.
+                    std::thread::sleep(UNREADABLE_GRACE);
+                    match read_owner(fs, location)? {
+                        Some(_) => continue,
+                        None if options.break_stale && break_stale(fs, location, None)? => continue,
+                        None => format!(
+                            "it has no readable owner; if no run is starting, rerun with \
+                             --break-lock (or delete {location})"
+                        ),
+                    }
+                }
             };
             match deadline {
                 Some(d) if Instant::now() < d => std::thread::sleep(Duration::from_millis(500)),
@@ -121,6 +130,47 @@ impl Lock {
     pub fn owner(&self) -> &Owner {
         &self.owner
     }
+}
+
+/// How long a lock may be unreadable while its owner writes it.
+const UNREADABLE_GRACE: Duration = Duration::from_secs(3);
+
+/// Breaks the lock if it still names `stale` (`None`: still unreadable), under a guard
+/// file, so that of two runs breaking it at once only one deletes it (the other then finds
+/// the winner's lock, which names a live owner). Returns whether it was broken.
+fn break_stale(fs: &FileSystems, location: &Location, stale: Option<&Owner>) -> Result<bool> {
+    let guard = location
+        .parent()
+        .map(|p| {
+            p.join(&format!(
+                "{}.break",
+                location.file_name().unwrap_or_default()
+            ))
+        })
+        .unwrap_or_else(|| location.clone());
+    let me = serde_json::to_vec(&Owner::me()).unwrap_or_default();
+    if !fs.create_new(&guard, &me)? {
+        // Another breaker is at it, or died at it.
+        if read_owner(fs, &guard)?.is_some_and(|g| g.is_gone()) {
+            fs.delete(&guard)?;
+        }
+        return Ok(false);
+    }
+    let still = read_owner(fs, location)?;
+    let broken = match (still.as_ref(), stale) {
+        (Some(now), Some(old)) => now == old,
+        (None, None) => fs.exists(location)?,
+        _ => false,
+    };
+    if broken {
+        match stale {
+            Some(h) => log::warn!("breaking the stale lock {location} of {h}, which is gone"),
+            None => log::warn!("breaking the lock {location}, which names no owner"),
+        }
+        fs.delete(location)?;
+    }
+    fs.delete(&guard)?;
+    Ok(broken)
 }
 
 fn read_owner(fs: &FileSystems, location: &Location) -> Result<Option<Owner>> {
@@ -192,5 +242,47 @@ mod tests {
         };
         let taken = Lock::acquire(&fs, &at, options).unwrap();
         assert_eq!(taken.owner().pid, std::process::id());
+    }
+
+    #[test]
+    fn of_runs_breaking_one_stale_lock_at_once_one_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        let at = fs
+            .parse(dir.path().join("nightly.lock").to_str().unwrap())
+            .unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        for _ in 0..5 {
+            let stale = Owner {
+                pid: gone,
+                ..Owner::me()
+            };
+            fs.write_atomic(&at, &serde_json::to_vec(&stale).unwrap())
+                .unwrap();
+            let barrier = std::sync::Barrier::new(6);
+            let won = std::sync::atomic::AtomicUsize::new(0);
+            std::thread::scope(|scope| {
+                for _ in 0..6 {
+                    scope.spawn(|| {
+                        let options = LockOptions {
+                            break_stale: true,
+                            ..LockOptions::default()
+                        };
+                        barrier.wait();
+                        let lock = Lock::acquire(&fs, &at, options);
+                        if lock.is_ok() {
+                            won.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        // Held until every thread has tried.
+                        barrier.wait();
+                        drop(lock);
+                    });
+                }
+            });
+            assert_eq!(won.into_inner(), 1);
+            assert!(!fs.exists(&at).unwrap(), "the winner released it");
+        }
     }
 }
