@@ -323,7 +323,9 @@ mod on_the_cluster {
             "--date",
             NIGHTS[0],
         ])));
-        let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+        // A fresh connection for each look: the gateway drops a socket idle for 60 s, and the
+        // runs in between take longer.
+        let conn = || Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
 
         // Night after night, every counter equals that night's cumulative truth.
         let root = format!("{base}/main");
@@ -338,14 +340,14 @@ mod on_the_cluster {
             assert_eq!(line.lines().count(), 1, "{line}");
             let t = truth(&fs, &raw, night);
             let want = truth_counters(&t);
-            let got = counters_in_hbase(&mut conn, &ns);
+            let got = counters_in_hbase(&mut conn(), &ns);
             assert_eq!(got.0, want.0, "user counters after {night}");
             assert_eq!(got.1, want.1, "post counters after {night}");
             assert_eq!(
                 counters_digest(&got.0, &got.1),
                 t["digest"].as_str().unwrap()
             );
-            let friend_rows = table_digest(&mut conn, &format!("{ns}:friend")).0;
+            let friend_rows = table_digest(&mut conn(), &format!("{ns}:friend")).0;
             assert_eq!(
                 friend_rows,
                 2 * t["friend_pairs"].as_u64().unwrap(),
@@ -368,7 +370,7 @@ mod on_the_cluster {
         assert_eq!(run_report["stages"].as_array().unwrap().len(), 3);
 
         // Night 1 again after night 3, forced through every stage: nothing a reader sees moves.
-        let tables = all_tables(&mut conn, &ns);
+        let tables = all_tables(&mut conn(), &ns);
         ok(run(&mut run_cmd(
             &root,
             &raw,
@@ -376,7 +378,7 @@ mod on_the_cluster {
             &["--date", NIGHTS[0], "--force"],
         )));
         assert_eq!(
-            all_tables(&mut conn, &ns),
+            all_tables(&mut conn(), &ns),
             tables,
             "rerun of night 1 after night 3"
         );
@@ -454,7 +456,7 @@ mod on_the_cluster {
             "{load}"
         );
         assert_eq!(
-            all_tables(&mut conn, &killed),
+            all_tables(&mut conn(), &killed),
             tables,
             "killed, then finished"
         );
@@ -487,7 +489,7 @@ mod on_the_cluster {
         assert_eq!(second.status.code(), Some(6), "{}", stderr(&second));
         ok(first.wait_with_output().unwrap());
         let want = truth_counters(&truth(&fs, &raw, NIGHTS[0]));
-        assert_eq!(counters_in_hbase(&mut conn, &both), want);
+        assert_eq!(counters_in_hbase(&mut conn(), &both), want);
         fs.delete(&fs.parse(&base).unwrap()).unwrap();
     }
 }

@@ -747,6 +747,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         ..LoadReport::default()
     };
     let unresolved_mentions = AtomicU64::new(0);
+    let snapshot_unit: String;
     let (users_changed, posts_changed) = (AtomicU64::new(0), AtomicU64::new(0));
     {
         let mut units: Vec<(String, Unit<'_>)> = Vec::new();
@@ -1033,9 +1034,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         for (name, _) in units.iter_mut() {
             *name = format!("{tables}|{mode}|{name}");
         }
-        // A counter unit done in an attempt whose staged snapshot is gone (committed by it,
-        // or cleared) is done again, so the snapshot this run commits is whole.
-        if let Some(next) = &next {
+        // A run that committed its snapshot is done; one that did not redoes any counter unit
+        // whose staged partition is gone, so the snapshot it commits is whole.
+        snapshot_unit = format!("{tables}|{mode}|snapshot as of {as_of} over {base}");
+        if let (Some(next), false) = (&next, done.contains(&snapshot_unit)) {
             for p in 0..partitions {
                 let name = units.iter().map(|(n, _)| n).find(|n| {
                     n.ends_with(&format!(
@@ -1067,9 +1069,16 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         report.units_done = units_done;
         report.units_skipped = units_skipped;
     }
-    // Every counter put is flushed: the snapshot may say so.
+    // Every counter put is flushed: the snapshot may say so (once).
     if let Some(next) = next {
-        next.commit(fs, &state, partitions)?;
+        if done.contains(&snapshot_unit) {
+            next.abandon(fs);
+        } else {
+            next.commit(fs, &state, partitions)?;
+            done.insert(snapshot_unit);
+            let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
+            fs.write_atomic(&manifest_loc, &text)?;
+        }
     }
     report.unresolved_mentions = unresolved_mentions.into_inner();
     report.counter_partitions = partitions;

@@ -334,6 +334,11 @@ impl Next {
         Ok(())
     }
 
+    /// Drops the staging folder of a snapshot an earlier attempt already committed.
+    pub fn abandon(self, fs: &FileSystems) {
+        partition::abandon(fs, std::slice::from_ref(&self.staged));
+    }
+
     /// Commits the snapshot once all `n` partitions are written: it becomes the newest, and
     /// snapshots older than the [`KEEP`] newest are removed.
     pub fn commit(self, fs: &FileSystems, state: &State, n: u32) -> Result<()> {
