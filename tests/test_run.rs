@@ -490,6 +490,30 @@ mod on_the_cluster {
         ok(first.wait_with_output().unwrap());
         let want = truth_counters(&truth(&fs, &raw, NIGHTS[0]));
         assert_eq!(counters_in_hbase(&mut conn(), &both), want);
+
+        // Night 2 crawled late, run after night 3: its difference is folded into night 3's
+        // counters and friends, which then equal night 3's truth.
+        let late_root = format!("{base}/late");
+        let late = cluster::Scratch::new("run_late");
+        for night in [NIGHTS[0], NIGHTS[2], NIGHTS[1]] {
+            let out = ok(run(&mut run_cmd(
+                &late_root,
+                &raw,
+                &late,
+                &["--date", night],
+            )));
+            if night == NIGHTS[1] {
+                let line = stdout(&out);
+                assert!(
+                    line.contains(&format!("friends of {}", NIGHTS[2])),
+                    "{line}"
+                );
+            }
+        }
+        let t = truth(&fs, &raw, NIGHTS[2]);
+        assert_eq!(counters_in_hbase(&mut conn(), &late), truth_counters(&t));
+        let friend_rows = table_digest(&mut conn(), &format!("{late}:friend")).0;
+        assert_eq!(friend_rows, 2 * t["friend_pairs"].as_u64().unwrap());
         fs.delete(&fs.parse(&base).unwrap()).unwrap();
     }
 }

@@ -305,30 +305,98 @@ fn stages(
             ctx.fs.delete(&manifest)?;
         }
         log::info!("{date}: {} ...", stage.name);
-        let started = Instant::now();
-        let code = spawn(&command).with_context(|| format!("stage {}", stage.name))?;
-        let report = read_json(ctx, &report_at);
-        let mut o = StageOutcome {
-            status: if code == 0 { "ran" } else { "failed" },
-            seconds: started.elapsed().as_secs_f64(),
-            exit_code: Some(code),
-            command,
-            ..outcome("ran", report)
-        };
-        if code != 0 {
-            o.status = "failed";
-            outcomes.push(o);
-            return Err(Error::Stage {
-                stage: stage.name.clone(),
-                date: date.to_string(),
-                code,
-            }
-            .into());
-        }
-        outcomes.push(o);
+        launch(ctx, &stage.name, date, command, &report_at, outcomes)?;
         ran = true;
     }
+    // An older night that changed the history: the newest night's friends fold it in.
+    let friends = job.stages.iter().find(|s| s.name == "friends");
+    if let (true, false, Some(friends)) = (ran, args.dry_run, friends) {
+        if let Some(newest) = newest_committed(ctx, job, friends, date)? {
+            log::info!("{date}: friends of {newest} again, over the history as it is now");
+            let clean = ctx.fs.parse(&job.place("clean", &newest))?;
+            let follows: Vec<String> = follows_upto(&ctx.fs, &clean, &newest)?
+                .iter()
+                .map(|l| l.to_string())
+                .collect();
+            let report_at = ctx
+                .fs
+                .parse(&job.date_dir(&newest))?
+                .join(&format!("{}.json", friends.name));
+            ctx.fs.delete(&report_at)?;
+            let mut command = global_args(ctx, job, &report_at);
+            command.extend(job.stage_args(friends, &newest, &follows));
+            launch(
+                ctx,
+                &format!("friends of {newest}"),
+                &newest,
+                command,
+                &report_at,
+                outcomes,
+            )?;
+        }
+    }
     Ok(())
+}
+
+/// Runs one stage's command and records its outcome; a stage that fails is an error.
+fn launch(
+    ctx: &Context,
+    name: &str,
+    date: &str,
+    command: Vec<String>,
+    report_at: &Location,
+    outcomes: &mut Vec<StageOutcome>,
+) -> Result<()> {
+    let started = Instant::now();
+    let code = spawn(&command).with_context(|| format!("stage {name}"))?;
+    outcomes.push(StageOutcome {
+        name: name.to_string(),
+        status: if code == 0 { "ran" } else { "failed" },
+        seconds: started.elapsed().as_secs_f64(),
+        exit_code: Some(code),
+        command,
+        report: read_json(ctx, report_at),
+    });
+    if code != 0 {
+        return Err(Error::Stage {
+            stage: name.to_string(),
+            date: date.to_string(),
+            code,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// The newest night after `date` whose `stage` is committed in this namespace, if any.
+fn newest_committed(ctx: &Context, job: &Job, stage: &Stage, date: &str) -> Result<Option<String>> {
+    let runs = ctx.fs.parse(&job.runs_dir())?;
+    if !ctx.fs.exists(&runs)? {
+        return Ok(None);
+    }
+    let mut nights: Vec<String> = ctx
+        .fs
+        .list(&runs, false)?
+        .into_iter()
+        .filter_map(|e| {
+            e.location
+                .file_name()?
+                .strip_prefix("dt=")
+                .map(String::from)
+        })
+        .filter(|d| d.as_str() > date)
+        .collect();
+    nights.sort();
+    for night in nights.into_iter().rev() {
+        let report_at = ctx
+            .fs
+            .parse(&job.date_dir(&night))?
+            .join(&format!("{}.json", stage.name));
+        if committed_report(ctx, job, stage, &night, &report_at)?.is_some() {
+            return Ok(Some(night));
+        }
+    }
+    Ok(None)
 }
 
 /// The report of a committed stage, or `None` when it is not committed.
@@ -502,7 +570,7 @@ fn first_line(e: &anyhow::Error) -> String {
 /// A stage's headline number from its report.
 fn figure(stage: &str, report: &Value) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
-    match stage {
+    match stage.split(' ').next().unwrap_or_default() {
         "clean" => {
             let entities = report["clean"]["entities"].as_object();
             let (out, rejected) = entities.map_or((0, 0), |e| {
