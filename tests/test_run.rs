@@ -125,6 +125,31 @@ fn a_failed_stage_ends_the_run_with_its_code_and_committed_stages_skip_on_rerun(
         "{}",
         stderr(&out)
     );
+    // A range stops at its first failing night, and says which.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    cmd.args([
+        "--hbase",
+        "127.0.0.1:1",
+        "--hbase-admin",
+        "127.0.0.1:1",
+        "run",
+    ])
+    .arg(job_file())
+    .args(["--date-range", "2026-11-27..2026-11-29", "--set"])
+    .arg(format!("root={}", dir.path().display()))
+    .arg("--set")
+    .arg(format!("raw={}", sample_dir().join("canonical").display()));
+    let out = run(&mut cmd);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("nightly 2026-11-27 weibo: FAILED"));
+    assert!(
+        stderr(&out).contains("--date-range stopped at 2026-11-27"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("_runs/weibo/dt=2026-11-28").exists());
 }
 
 #[test]
@@ -353,6 +378,17 @@ mod on_the_cluster {
                 2 * t["friend_pairs"].as_u64().unwrap(),
                 "{night}"
             );
+            // Both edges of every pair so far are flagged mutual, in follow and in fans.
+            for table in ["follow", "fans"] {
+                let mut mutual = 0;
+                conn()
+                    .scan_with(&format!("{ns}:{table}"), &[], |row| {
+                        mutual += u64::from(row.get("r:mutual") == Some(&b"1"[..]));
+                        true
+                    })
+                    .unwrap();
+                assert_eq!(mutual, friend_rows, "{table} after {night}");
+            }
         }
         let t3 = truth_counters(&truth(&fs, &raw, NIGHTS[2]));
         let (uid, c) = t3.0.iter().max_by_key(|(_, c)| (c[5], c[0])).unwrap();

@@ -18,8 +18,8 @@
 //!   units put the counters apart (the same cells). A unit is recorded in the manifest, under
 //!   the run's table set, only after every writer has flushed all its rows, so `--resume` may
 //!   redo a unit but never skips an unfinished one.
-//! - A writer that loses its connection reconnects and retries the same batch with backoff,
-//!   a bounded number of times; puts are idempotent, so a retried batch is harmless.
+//! - A writer that loses its connection reconnects and retries the same batch with jittered
+//!   backoff, a bounded number of times; puts are idempotent, so a retried batch is harmless.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -202,7 +202,10 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
                 Err(e) if e.is_transient() && attempt + 1 < options.max_attempts => {
                     attempt += 1;
                     stats.lock().unwrap_or_else(|p| p.into_inner()).retries += 1;
-                    let backoff = Duration::from_millis(200 * (1 << attempt.min(6)));
+                    // Jittered, so that writers failed by one outage do not retry in lockstep.
+                    let base = 200.0 * f64::from(1u32 << attempt.min(6));
+                    let backoff =
+                        Duration::from_millis((base * rand::random_range(0.5..1.5)) as u64);
                     log::warn!("{e}; retry {attempt} in {backoff:?}");
                     std::thread::sleep(backoff);
                     if let Ok(fresh) = Connection::connect(&options.thrift, options.timeouts) {
