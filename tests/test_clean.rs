@@ -438,3 +438,54 @@ fn data_page_versions_hold_the_same_rows() {
     assert!(!rows[0][0].is_empty());
     assert_eq!(rows[0], rows[1]);
 }
+
+/// A GB18030 users CSV larger than the 64 KiB encoding sniff, laid out so that the sniff ends
+/// on the lead byte of a two-byte character, cleans exactly as its UTF-8 transcode.
+#[test]
+fn gb18030_cut_by_the_encoding_sniff_cleans_as_its_utf8_transcode() {
+    const SNIFF: usize = 64 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let rows = |pad: usize| {
+        let mut s = String::from("uid,screen_name,description,crawl_time\n");
+        s += &format!("1000000000,起点,{},2026-11-29 23:00:00\n", "x".repeat(pad));
+        for i in 1..1200 {
+            s += &format!(
+                "{},用户{i}号,喜欢旅行和摄影,2026-11-29 23:00:00\n",
+                1000000000 + i
+            );
+        }
+        s
+    };
+    // Two-byte characters from the start of a row: find a padding that puts a lead byte last.
+    let (text, gb) = (0..64)
+        .map(|pad| {
+            let text = rows(pad);
+            let gb = encoding_rs::GB18030.encode(&text).0.into_owned();
+            (text, gb)
+        })
+        .find(|(_, gb)| {
+            let mut i = 0;
+            while i < SNIFF - 1 {
+                i += if gb[i] < 0x80 { 1 } else { 2 };
+            }
+            i == SNIFF - 1 && gb[i] >= 0x81
+        })
+        .expect("a padding that cuts a character at the sniff's end");
+    assert!(gb.len() > SNIFF);
+    let (utf8_in, gb_in) = (dir.path().join("utf8"), dir.path().join("gb"));
+    for (d, bytes) in [(&utf8_in, text.as_bytes()), (&gb_in, &gb[..])] {
+        fs::create_dir_all(d).unwrap();
+        fs::write(d.join("users.csv"), bytes).unwrap();
+    }
+    let outputs: Vec<String> = [&utf8_in, &gb_in]
+        .iter()
+        .map(|input| {
+            let out = input.with_extension("out");
+            let done = clean(input, &out, &[]);
+            assert!(done.status.success(), "{}", stderr(&done));
+            parquet_rows(&out.join("users").join(format!("dt={DATE}")))
+        })
+        .collect();
+    assert_eq!(outputs[0].lines().count(), 1200);
+    assert_eq!(outputs[0], outputs[1]);
+}

@@ -150,11 +150,15 @@ pub fn sniff_encoding(sample: &[u8]) -> &'static str {
         Ok(_) => "utf-8",
         Err(e) if e.error_len().is_none() => "utf-8",
         Err(_) => {
-            let (_, had_errors) = encoding_rs::GB18030.decode_without_bom_handling(sample);
-            if had_errors {
-                "utf-8"
-            } else {
-                "gb18030"
+            // Decoded as a stream that goes on (`last = false`): a character the sample's end
+            // cuts in two is held back, not taken for an error, as with UTF-8 above.
+            let mut decoder = encoding_rs::GB18030.new_decoder_without_bom_handling();
+            let mut out = vec![0u8; sample.len() * 3 + 16];
+            let (result, _, _) =
+                decoder.decode_to_utf8_without_replacement(sample, &mut out, false);
+            match result {
+                encoding_rs::DecoderResult::Malformed(..) => "utf-8",
+                _ => "gb18030",
             }
         }
     }
@@ -400,6 +404,25 @@ mod tests {
         // A UTF-8 character cut by the sample boundary is still UTF-8.
         let cut = &"数据".as_bytes()[..4];
         assert_eq!(sniff_encoding(cut), "utf-8");
+    }
+
+    #[test]
+    fn a_gb18030_character_cut_by_the_sample_end_is_still_gb18030() {
+        // Two-byte characters, and a four-byte one (U+20000 is four bytes in GB18030).
+        let text = "uid,screen_name\n1000000001,迪丽热巴𠀀何炅\n";
+        let (gb, _, _) = encoding_rs::GB18030.encode(text);
+        assert!(std::str::from_utf8(&gb).is_err());
+        // From the end of the first whole character on (ASCII alone is UTF-8 too).
+        let first = gb.iter().position(|b| !b.is_ascii()).unwrap() + 2;
+        for end in first..=gb.len() {
+            assert_eq!(
+                sniff_encoding(&gb[..end]),
+                "gb18030",
+                "sample cut at byte {end}"
+            );
+        }
+        // Bytes that are not GB18030 anywhere stay UTF-8 (and are rejected by the reader).
+        assert_eq!(sniff_encoding(b"uid\n\x80\xff\x80\xff"), "utf-8");
     }
 
     #[test]
