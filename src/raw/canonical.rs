@@ -1,10 +1,13 @@
 //! Our own canonical raw format (§1 of the raw-format spec): CSV with a header naming the
-//! canonical fields of one entity, or JSON lines whose keys are those fields. The JSON lines
-//! reader also maps nghuyong WeiboSpider records (see [`super::nghuyong`]), detected per record;
-//! the CSV reader also maps weiboSpider post files (see [`super::weibospider`]) by header.
+//! canonical fields of one entity, or JSON lines whose keys are those fields. The JSON reader
+//! also maps nghuyong WeiboSpider and MediaCrawler records (see [`super::nghuyong`]),
+//! detected per record, and reads a file holding one JSON array (MediaCrawler's `json`
+//! option) element by element; the CSV reader also maps weiboSpider post files (see
+//! [`super::weibospider`]) by header.
 //!
-//! Invariants: every physical CSV record and every non-blank JSON line becomes exactly one
-//! [`Item`]; a CSV row with a different field count than its header is rejected as
+//! Invariants: every physical CSV record, every non-blank JSON line and every element of a
+//! JSON array becomes exactly one [`Item`] (an array that stops being JSON, one reject for
+//! the rest); a CSV row with a different field count than its header is rejected as
 //! `malformed_row` (our own writers never produce one), a header row repeated inside the file
 //! is counted as a duplicate.
 
@@ -182,12 +185,22 @@ pub(crate) fn value_text(v: &Value) -> Option<String> {
     }
 }
 
-/// Reads canonical JSON lines; the entity is detected per record from its keys.
-/// Returns what the file's first recognised record was (`nghuyong-jsonl`, ...).
+/// Reads a JSON lines file, or a file holding one JSON array of records (MediaCrawler's
+/// `json` save option), whatever its line breaks.
+/// Returns what the records said the file is (`None` if no record was recognised).
 pub fn read_jsonl(
     mut reader: Box<dyn BufRead + Send>,
     emit: &mut dyn FnMut(Item),
 ) -> io::Result<Option<&'static str>> {
+    let leading = {
+        let buf = reader.fill_buf()?;
+        buf.iter()
+            .position(|b| !b.is_ascii_whitespace() && !b"\xef\xbb\xbf".contains(b))
+            .map(|i| buf[i])
+    };
+    if leading == Some(b'[') {
+        return read_json_array(reader, emit);
+    }
     let mut buf = Vec::new();
     let mut line = 0u64;
     let mut dialect = None;
@@ -197,59 +210,150 @@ pub fn read_jsonl(
             return Ok(dialect);
         }
         line += 1;
-        let reject = |reason, text: &str| Item::Rejected {
-            line,
-            entity: None,
-            reason,
-            excerpt: excerpt(text.trim_end()),
-        };
         let Ok(text) = std::str::from_utf8(&buf) else {
-            emit(reject(
-                Reject::InvalidEncoding,
-                &String::from_utf8_lossy(&buf),
-            ));
+            emit(Item::Rejected {
+                line,
+                entity: None,
+                reason: Reject::InvalidEncoding,
+                excerpt: excerpt(String::from_utf8_lossy(&buf).trim_end()),
+            });
             continue;
         };
         if text.trim().is_empty() {
             continue;
         }
-        let object = match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(map)) => map,
-            _ => {
-                emit(reject(Reject::BadJson, text));
-                continue;
-            }
-        };
-        // Known crawler shapes first (their keys would not name one of our entities).
-        let crawler = super::nghuyong::map(&object)
-            .map(|m| ("nghuyong-jsonl", m))
-            .or_else(|| super::mediacrawler::map(&object).map(|m| ("mediacrawler-jsonl", m)));
-        if let Some((name, (entity, record))) = crawler {
+        let value = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
+        if let Some(name) = emit_value(value, line, text, emit) {
             dialect.get_or_insert(name);
-            emit(Item::Record {
-                line,
-                entity,
-                record,
-            });
-            continue;
         }
-        let Some(entity) = entity_from_fields(object.keys().map(String::as_str)) else {
-            emit(reject(Reject::UnknownRecord, text));
-            continue;
-        };
-        dialect.get_or_insert("canonical-jsonl");
-        let mut raw = RawRecord::new(entity);
-        for (key, value) in &object {
-            if let (Some(i), Some(text)) = (entity.field_index(key), value_text(value)) {
-                raw.set_index(i, &text);
-            }
-        }
+    }
+}
+
+/// One JSON record: a record of the entity its keys (or a crawler's shape) name, or a
+/// reject. Returns the name of the shape it was read as.
+fn emit_value(
+    value: Value,
+    line: u64,
+    text: &str,
+    emit: &mut dyn FnMut(Item),
+) -> Option<&'static str> {
+    let reject = |reason| Item::Rejected {
+        line,
+        entity: None,
+        reason,
+        excerpt: excerpt(text.trim_end()),
+    };
+    let Value::Object(object) = value else {
+        emit(reject(Reject::BadJson));
+        return None;
+    };
+    // Known crawler shapes first (their keys would not name one of our entities).
+    let crawler = super::nghuyong::map(&object)
+        .map(|m| ("nghuyong-jsonl", m))
+        .or_else(|| super::mediacrawler::map(&object).map(|m| ("mediacrawler-jsonl", m)));
+    if let Some((name, (entity, record))) = crawler {
         emit(Item::Record {
             line,
             entity,
-            record: raw,
+            record,
+        });
+        return Some(name);
+    }
+    let Some(entity) = entity_from_fields(object.keys().map(String::as_str)) else {
+        emit(reject(Reject::UnknownRecord));
+        return None;
+    };
+    let mut raw = RawRecord::new(entity);
+    for (key, value) in &object {
+        if let (Some(i), Some(text)) = (entity.field_index(key), value_text(value)) {
+            raw.set_index(i, &text);
+        }
+    }
+    emit(Item::Record {
+        line,
+        entity,
+        record: raw,
+    });
+    Some("canonical-jsonl")
+}
+
+/// Counts the lines of what it reads, so a record of an array is told by its line.
+struct LineCounter<R> {
+    inner: R,
+    /// Newlines read so far.
+    lines: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: io::Read> io::Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let newlines = buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+        self.lines.set(self.lines.get() + newlines);
+        Ok(n)
+    }
+}
+
+/// Reads a file holding one JSON array, one element at a time (the array is never held
+/// whole). Each element is a record, at the line where it ends; a file that stops being JSON
+/// is one `bad_json` reject at the line where it does, for the rest of it.
+fn read_json_array(
+    reader: Box<dyn BufRead + Send>,
+    emit: &mut dyn FnMut(Item),
+) -> io::Result<Option<&'static str>> {
+    use serde::de::{Deserializer, SeqAccess, Visitor};
+
+    struct Elements<'a> {
+        emit: &'a mut dyn FnMut(Item),
+        lines: std::rc::Rc<std::cell::Cell<u64>>,
+        dialect: Option<&'static str>,
+    }
+
+    impl<'de> Visitor<'de> for &mut Elements<'_> {
+        type Value = ();
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of JSON records")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while let Some(value) = seq.next_element::<Value>()? {
+                let text = value.to_string();
+                let line = self.lines.get() + 1;
+                if let Some(name) = emit_value(value, line, &text, self.emit) {
+                    self.dialect.get_or_insert(name);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let lines = std::rc::Rc::new(std::cell::Cell::new(0));
+    let counted = LineCounter {
+        inner: reader,
+        lines: lines.clone(),
+    };
+    let mut elements = Elements {
+        emit,
+        lines,
+        dialect: None,
+    };
+    let mut de = serde_json::Deserializer::from_reader(counted);
+    let parsed = (&mut de)
+        .deserialize_seq(&mut elements)
+        .and_then(|_| de.end());
+    if let Err(e) = parsed {
+        if e.is_io() {
+            return Err(io::Error::other(e));
+        }
+        (elements.emit)(Item::Rejected {
+            line: e.line() as u64,
+            entity: None,
+            reason: Reject::BadJson,
+            excerpt: excerpt(&e.to_string()),
         });
     }
+    // An array's records are named for their shape, as a JSON lines file's are.
+    Ok(elements.dialect.map(|d| d.strip_suffix('l').unwrap_or(d)))
 }
 
 #[cfg(test)]
@@ -343,6 +447,52 @@ pub(crate) mod tests {
                 ..
             }
         )));
+    }
+
+    fn items_jsonl(text: &str) -> (Vec<Item>, Option<&'static str>) {
+        let mut out = Vec::new();
+        let reader = Box::new(io::Cursor::new(text.as_bytes().to_vec()));
+        let dialect = read_jsonl(reader, &mut |i| out.push(i)).unwrap();
+        (out, dialect)
+    }
+
+    #[test]
+    fn a_whole_file_json_array_is_read_element_by_element() {
+        let sample = include_str!(
+            "../../sample_data/crawlers/mediacrawler/json/search_contents_2026-11-29.json"
+        );
+        let (items, dialect) = items_jsonl(sample);
+        assert_eq!(dialect, Some("mediacrawler-json"));
+        let lines: Vec<u64> = items
+            .iter()
+            .map(|i| match i {
+                Item::Record { line, entity, .. } if *entity == Entity::Posts => *line,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        // Each record at the line its element ends on.
+        let ends: Vec<u64> = sample
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with('}'))
+            .map(|(i, _)| i as u64 + 1)
+            .collect();
+        assert_eq!(lines, ends);
+
+        // Not an object: a reject; cut short: the records before, then one reject where it
+        // stops being JSON.
+        let (items, _) = items_jsonl(
+            "[\n{\"follower\": \"1000000001\", \"followee\": \"1000000002\"},\n42,\n{\"uid\": \"10",
+        );
+        let kinds: Vec<String> = items
+            .iter()
+            .map(|i| match i {
+                Item::Record { line, .. } => format!("record@{line}"),
+                Item::Rejected { line, reason, .. } => format!("{reason:?}@{line}"),
+                Item::RepeatedHeader { .. } => "header".into(),
+            })
+            .collect();
+        assert_eq!(kinds, ["record@2", "BadJson@3", "BadJson@4"]);
     }
 
     #[test]
@@ -515,6 +665,22 @@ mod robustness {
         ]
     }
 
+    /// An array element: a leaf, or an object whose keys are canonical fields or not.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let key = prop_oneof![
+            Just("uid".to_string()),
+            Just("mid".to_string()),
+            Just("note_id".to_string()),
+            Just("follower".to_string()),
+            "[a-z_]{1,8}",
+        ];
+        prop_oneof![
+            leaf(),
+            proptest::collection::btree_map(key, leaf(), 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -582,12 +748,55 @@ mod robustness {
 
         #[test]
         fn jsonl_accounts_for_every_nonblank_line(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            // A file opening with `[` is one JSON array (below).
+            let first = bytes.iter().find(|b| !b.is_ascii_whitespace() && !b"\xef\xbb\xbf".contains(b));
+            prop_assume!(first != Some(&b'['));
             let items = run_jsonl(&bytes);
             let lines = bytes
                 .split(|b| *b == b'\n')
                 .filter(|l| !String::from_utf8_lossy(l).trim().is_empty())
                 .count();
             prop_assert_eq!(items.len(), lines);
+            clean_all(&items);
+        }
+
+        #[test]
+        fn a_json_array_gives_one_item_per_element(
+            values in proptest::collection::vec(json_value(), 0..12),
+            pretty in any::<bool>(),
+        ) {
+            let array = Value::Array(values.clone());
+            let text = if pretty {
+                serde_json::to_string_pretty(&array).unwrap()
+            } else {
+                array.to_string()
+            };
+            let items = run_jsonl(text.as_bytes());
+            prop_assert_eq!(items.len(), values.len());
+            let lines = text.lines().count() as u64;
+            for item in &items {
+                let line = match item {
+                    Item::Record { line, .. } | Item::Rejected { line, .. } => *line,
+                    Item::RepeatedHeader { line, .. } => *line,
+                };
+                prop_assert!(line >= 1 && line <= lines, "line {} of {}", line, lines);
+            }
+            clean_all(&items);
+        }
+
+        #[test]
+        fn arbitrary_bytes_after_an_opening_bracket_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+        ) {
+            let mut input = b"[".to_vec();
+            input.extend(bytes);
+            let items = run_jsonl(&input);
+            // Whatever is not an element is one reject, naming its line.
+            for item in &items {
+                if let Item::Rejected { line, .. } = item {
+                    prop_assert!(*line >= 1);
+                }
+            }
             clean_all(&items);
         }
 

@@ -224,7 +224,11 @@ pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
         .iter()
         .position(|b| !b.is_ascii_whitespace() && *b != 0xef && *b != 0xbb && *b != 0xbf)
         .map(|i| sample[i]);
-    if base.ends_with(".jsonl") || base.ends_with(".json") || first == Some(b'{') {
+    if base.ends_with(".jsonl")
+        || base.ends_with(".json")
+        || first == Some(b'{')
+        || first == Some(b'[')
+    {
         return Some(Format::CanonicalJsonl);
     }
     if base.ends_with(".csv") || base.ends_with(".tsv") || base.ends_with(".txt") {
