@@ -762,9 +762,8 @@ impl AtomicFile {
     /// own: for the files of a staged folder, which is published only once
     /// [`FileSystems::sync_folder`] has seen them all durable (see
     /// [`crate::partition::commit`]). An `fsync` per file as each closed held the thread that
-    /// wrote it waiting on the disk, 2-5 ms a file; after the last one, the folder's files
-    /// synced at once waited as long as one journal commit of them all (30-45 ms for the
-    /// paper graph's friends).
+    /// wrote it waiting on the disk; after the last one, the folder's files synced at once
+    /// wait about as long as one journal commit of them all (docs/design/clean.md).
     pub fn commit_unsynced(self) -> Result<()> {
         self.close_and_rename(false)
     }

@@ -50,9 +50,9 @@ pub fn write_parquet(
 
 /// Writer properties chosen per column type: ids, counts and times (int64 and timestamps)
 /// delta-encoded, text dictionary-encoded. Our rows are sorted by their leading ids and
-/// crawled times cluster, so deltas are small: on the paper-size follows this halves the
-/// files against dictionary pages (which overflow on distinct ids and fall back to plain)
-/// and cuts decoding them by ~40 % (docs/design/friends.md).
+/// crawled times cluster, so deltas are small: the files are smaller than with dictionary
+/// pages (which overflow on distinct ids and fall back to plain), and faster to decode
+/// (docs/design/clean.md).
 pub fn typed_properties(schema: &SchemaRef) -> parquet::file::properties::WriterPropertiesBuilder {
     use arrow::datatypes::DataType;
     use parquet::basic::Encoding;
@@ -159,9 +159,9 @@ pub const DATA_PAGE_VERSION: u8 = 2;
 /// Data pages of `version` (1 or 2), every column's encoding left as the caller set it: a
 /// version 2 page compresses its values where the encoder left them, where version 1 first
 /// copies them behind the levels into a buffer that grows (and then regrows the compressed
-/// one): ~6 % of clean's 1 GB run, ~3 % of friends on the paper graph. Columns without an
-/// encoding of their own stay PLAIN (version 2 would pick DELTA_BYTE_ARRAY for text and
-/// DELTA_BINARY_PACKED for integers). Readers that predate version 2 pages need 1.
+/// one; docs/design/clean.md). Columns without an encoding of their own stay PLAIN
+/// (version 2 would pick DELTA_BYTE_ARRAY for text and DELTA_BINARY_PACKED for integers).
+/// Readers that predate version 2 pages need 1.
 pub fn with_data_page_version(
     props: parquet::file::properties::WriterPropertiesBuilder,
     version: u8,
@@ -327,13 +327,12 @@ pub struct ParquetFile {
 type Stretches = Arc<std::sync::Mutex<Vec<(u64, Bytes)>>>;
 
 /// Bytes an HDFS read of a [`ParquetFile`] fetches at once, and how many such stretches a
-/// reader keeps. The Parquet reader asks for a page at a time (some 3,200 pages of 60-160 KB
-/// in the paper follows), and each ask was an HDFS read of its own: friends took 2.3-3.0 s
-/// over the paper follows on HDFS against 0.43 s on local disk, and takes 1.1-1.2 s with
-/// stretches of 1 MiB (4 MiB: 1.0 s, but 50 MB more memory). A row group's column chunks lie
-/// side by side, so one stretch serves the pages of all the columns decoded together, and
-/// the next is read when a page runs past it. Each reader has stretches of its own
-/// ([`ParquetFile::for_reading`]), dropped with it.
+/// reader keeps. The Parquet reader asks for a page at a time, and each ask would otherwise
+/// be an HDFS read of its own; larger stretches gain little for the memory every reader
+/// holds (docs/design/io.md). A row group's column chunks lie side by side, so one stretch
+/// serves the pages of all the columns decoded together, and the next is read when a page
+/// runs past it. Each reader has stretches of its own ([`ParquetFile::for_reading`]),
+/// dropped with it.
 const HDFS_READ_AHEAD: usize = 1 << 20;
 const HDFS_STRETCHES: usize = 2;
 
@@ -412,8 +411,8 @@ impl std::io::Read for ParquetFileRead {
 /// Bytes read ahead for a page header. The Parquet reader decodes each page header (some
 /// 30-60 bytes from arrow-rs, a few hundred with statistics from other writers) through
 /// `get_read`, a byte or a varint at a time: unbuffered, each was a `pread` (an HDFS read
-/// call on HDFS), ~33 per page and 108 K for the paper follows, and the data pages
-/// themselves come through `get_bytes`, so a small buffer is all a header needs.
+/// call on HDFS), and the data pages themselves come through `get_bytes`, so a small buffer
+/// is all a header needs (docs/design/io.md).
 const PAGE_HEADER_READ_AHEAD: usize = 1024;
 
 impl ChunkReader for ParquetFile {
@@ -510,7 +509,7 @@ impl OpenedParquet {
     /// Streams the top-level `columns` the file has (the others, a user's kilobyte of
     /// description say, are never decompressed) in 16 K-row batches, of one row group or of
     /// the whole file when `None`. Batches that size are read while they are still in cache
-    /// (three id columns take 384 KiB): 64 K rows made friends 5 % slower on the paper graph.
+    /// (three id columns take 384 KiB); larger ones fall out of it (docs/design/io.md).
     pub fn read_columns(
         &self,
         row_group: Option<usize>,

@@ -118,9 +118,9 @@ pub fn spill_schema(entity: Entity) -> SchemaRef {
 /// How an entity's Parquet files are laid out: by column type ([`partition::typed_properties`]),
 /// except that text distinct on nearly every row (names, bids, free text) skips the
 /// dictionary, which would only hash it and overflow; free text also has no min/max
-/// statistics (no reader prunes on a description, and comparing kilobyte strings was 4 % of
-/// the write pass); and zstd's fastest level, which on the 1 GB users bench gives files of
-/// the same size as level 3 and cuts the write pass by ~8 %. Data pages of
+/// statistics (no reader prunes on a description, and comparing kilobyte strings slows the
+/// write pass); and zstd's fastest level, which on this data gives files of the same size as
+/// level 3 in a shorter write pass (docs/design/clean.md). Data pages of
 /// `data_page_version` ([`partition::with_data_page_version`]).
 pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProperties {
     let (distinct_text, free_text): (&[&str], &[&str]) = match entity {
@@ -136,9 +136,9 @@ pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProper
         data_page_version,
     );
     if entity == Entity::Follows {
-        // Delta-encoded ids and times in canonical pair order: zstd gained 0.3 % on the
-        // followers and follow times of the paper graph and 18 % on the followees, 11 MB of
-        // 191, and every reader (friends, load, DuckDB) paid to undo it.
+        // Delta-encoded ids and times in canonical pair order: zstd gained little of the
+        // files' size, and every reader (friends, load, DuckDB) paid to undo it
+        // (docs/design/clean.md).
         for column in ["follower", "followee", "followed_at"] {
             props =
                 props.set_column_compression(ColumnPath::from(column), Compression::UNCOMPRESSED);

@@ -39,15 +39,14 @@ use crate::partition::{self, Staged};
 use crate::raw::{self, FileSummary, Format, Item};
 
 /// Rows cleaned and spilled together: enough that each spill partition gets batches of about
-/// a thousand rows (at 4,096 they were ~250-row Arrow IPC batches, and cleaning the 1 GB
-/// users CSV took ~8 % longer; at 65,536 the reader and the cleaners take turns instead of
-/// overlapping, and it took ~15 % longer).
+/// a thousand rows (smaller chunks make small Arrow IPC batches; much larger ones make the
+/// reader and the cleaners take turns instead of overlapping).
 const CHUNK_ROWS: usize = 16384;
 /// Raw bytes per spill partition: what one partition's dedupe holds in memory, roughly.
 const PARTITION_BYTES: u64 = 64 << 20;
 /// Write buffers of all spill files together. The number of files grows with the input (one
-/// per entity and partition), so each file's buffer shrinks instead: a fixed 1 MiB each was
-/// ~1 GB of buffers on a 12 GB input.
+/// per entity and partition), so each file's buffer shrinks instead: a fixed buffer per file
+/// would grow with the input (docs/design/clean.md).
 const SPILL_BUFFER_BYTES: usize = 64 << 20;
 /// Output rows gathered from the spilled batches at a time: a few megabytes that the Parquet
 /// encoder reads back while they are still in cache, instead of a whole partition's copy in
@@ -304,8 +303,8 @@ impl SpillSet {
             path: path.display().to_string(),
             source: std::io::Error::other(e.to_string()),
         })?);
-        // Read once: deleted now, on the thread that read it, dropping its pages from the cache
-        // is spread over pass 2 (removing 10 GB of spill at the end took ~3 s on one thread).
+        // Read once: deleted now, on the thread that read it, so dropping its pages from the
+        // cache is spread over pass 2 rather than left to one thread at the end.
         std::fs::remove_file(&path).map_err(|e| Error::Io {
             op: "remove spill",
             path: path.display().to_string(),
@@ -334,7 +333,7 @@ fn read_spill_file(file: &File) -> std::result::Result<Vec<RecordBatch>, arrow::
     let schema =
         arrow::ipc::convert::try_fb_to_schema(footer.schema().ok_or_else(|| bad("no schema"))?)?;
     // SAFETY: written by this run from batches arrow built and validated; re-validating
-    // every string on the way back costs a tenth of the run for nothing.
+    // every string on the way back would cost time for nothing.
     let decoder =
         unsafe { FileDecoder::new(Arc::new(schema), footer.version()).with_skip_validation(true) };
     let mut batches = Vec::new();
@@ -644,7 +643,7 @@ fn read_one(
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(2);
     // Cleaned chunks come back to the reader to be emptied and refilled: their records were
     // allocated on the reader's thread, and freeing them there is cheap, where freeing them on
-    // the cleaning side (the allocator's cross-thread path) took a fifth of its time.
+    // the cleaning side goes through the allocator's slower cross-thread path.
     let (used_tx, used_rx) = std::sync::mpsc::channel::<Vec<Item>>();
     std::thread::scope(|scope| -> Result<FileSummary> {
         let reader = scope.spawn(move || {
@@ -827,7 +826,7 @@ struct EntityOutcome {
 
 /// The uids kept by this run, as each users partition left them: sorted, and found again
 /// through the partition their key hashes to. Nothing to build once the users are written
-/// (a hash set of 1.1 M uids took ~0.1 s on one thread at the end of the 1 GB run).
+/// (no set of every uid built on one thread at the end; docs/design/clean.md).
 #[derive(Default)]
 struct KnownUsers {
     by_partition: Vec<Vec<i64>>,
@@ -956,8 +955,8 @@ fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>
         // of a pair become neighbouring rows, and friends finds the mutual ones in one pass
         // over a part, without sorting (see `PAIR_PARTITION_KEY`). Crawlers list follows by
         // follower, so this order is far from the input's: the sort keys are gathered first
-        // and sorted in place (comparing through the batches took 5 of the 11 s of the
-        // paper graph's clean, against 1.6 s).
+        // and sorted in place, faster than comparing through the batches
+        // (docs/design/clean.md).
         use std::cmp::Reverse;
         let mut keyed: Vec<_> = at
             .map(|(b, i)| {

@@ -201,8 +201,7 @@ impl EdgeChunk {
 
 /// Reads the follower/followee/followed_at columns of the input Parquet files, chunk by chunk.
 /// Each file is opened once (its footer read once); its row groups are the units of work, so
-/// one large file is decoded on every thread (by file, a single 21 M-edge file was decoded on
-/// one core: 2.2 s against 1.5 s).
+/// one large file is decoded on every thread (by file, it would be decoded on one core).
 struct Input {
     files: Vec<OpenedParquet>,
     /// Each file's footer, read when it was opened.
@@ -463,8 +462,8 @@ pub fn mutual_pairs_of(
 /// Sorts packed edges in parallel and finds the mutual pairs among them.
 fn sort_and_scan(edges: &mut [PackedEdge], aside: &AsideTimes, stats: &mut FriendsStats) -> Pairs {
     // A parallel in-place radix sort: its low-memory tuner keeps the extra memory to a small
-    // fraction of the edges, and against rayon's parallel pdqsort it took the sort + scan of
-    // the paper graph from ~0.6 s to ~0.5 s (docs/design/friends.md).
+    // fraction of the edges, and on these keys it is faster than rayon's parallel pdqsort
+    // (docs/design/friends.md).
     {
         use rdst::RadixSort;
         edges.radix_sort_builder().with_low_mem_tuner().sort();
@@ -515,7 +514,7 @@ pub trait FriendsSink {
 /// Writes sorted runs of pairs from worker threads, a Parquet file per run, into a
 /// [`FriendsWriter`]'s staged folder: each pair partition's run is then encoded by the
 /// thread that joined it, beside the others, instead of queueing for two encoder threads
-/// after the join (a fifth of the paper graph's run).
+/// after the join.
 #[derive(Clone)]
 pub struct RunFiles {
     fs: FileSystems,
@@ -779,7 +778,7 @@ pub fn run_to(
 enum FriendCounts {
     /// Indexed by code: codes span little more than the users who have friends (offsets from
     /// the smallest id of one crawl, or dictionary ranks), so counting in place beats
-    /// sorting the pair ends (that sort was a tenth of the run on the paper graph).
+    /// sorting the pair ends.
     Dense(Vec<u32>),
     /// The pair ends, sorted: when codes are too sparse for an array.
     SortedEnds(Vec<u64>),
@@ -910,7 +909,7 @@ const END_BUCKET_SHIFT: u32 = 15;
 /// thread and bucket: counted a bucket at a time once every part is joined (only then is a
 /// count final), each in counters that stay in cache. Counting every end as its pair was
 /// found, in atomic counters over all the codes, waited on memory at each one (the larger
-/// ends land anywhere in 30 MB of counters): 16 % of the paper graph's CPU.
+/// ends land anywhere in the counters; docs/design/friends.md).
 struct EndBuckets {
     codes: u64,
     lists: Vec<std::sync::Mutex<Vec<Vec<u32>>>>,
@@ -1138,7 +1137,7 @@ fn time_code(ms: Option<i64>) -> u32 {
     ms.map_or(TIME_NONE, whole_seconds)
 }
 
-/// An edge while sorting: its packed key and time code, 12 bytes (21 M edges: 253 MB).
+/// An edge while sorting: its packed key and time code, 12 bytes.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, packed(4))]
 struct PackedEdge {
@@ -1160,9 +1159,8 @@ const PACKED_EDGE_BYTES: usize = std::mem::size_of::<PackedEdge>();
 
 /// The in-memory run's edges: a zeroed anonymous mapping of their own, not the allocator's.
 /// Dropping it unmaps it at once, so the output phase's buffers do not stack on top of
-/// 250 MB the allocator would still be holding (−20 MB peak on the paper graph). It is not
-/// asked for in huge pages: on this machine's VM, zeroing them on first touch cost 0.1 to
-/// 0.8 s of system time per run, where 4 KiB pages cost 0.05.
+/// memory the allocator would still be holding. It is not asked for in huge pages: zeroing
+/// them on first touch cost more system time than 4 KiB pages (docs/design/friends.md).
 struct EdgeArray {
     map: memmap2::MmapMut,
     len: usize,
@@ -1247,8 +1245,8 @@ fn pack_into(
 /// The common case without a branch per edge: offset codes, every pair kept, and, as the
 /// chunk turns out, no self-edge, no id beyond the codes and no time off whole seconds.
 /// Each edge goes to `put(row, edge)`. Returns false when the chunk has any of those (then
-/// what was put is garbage and the general path packs the chunk again). Packing edge by
-/// edge through the general path was over half the decode-and-pack phase of the paper graph.
+/// what was put is garbage and the general path packs the chunk again). A chunk as clean
+/// writes it takes this loop, without the general path's branches (docs/design/friends.md).
 #[inline(always)]
 fn pack_offsets(base: i64, c: &EdgeChunk, put: &mut impl FnMut(usize, PackedEdge)) -> bool {
     let (follower, followee) = (c.follower.values(), c.followee.values());
@@ -1320,8 +1318,8 @@ fn place_offsets(
     cells: &mut [PackedEdge],
     st: &mut TwoEndedState,
 ) -> bool {
-    // A copy of the state, written back at the end: through `st` itself, in memory, the
-    // order checks were half the packing time; a local the compiler keeps in registers.
+    // A copy of the state, written back at the end: a local the compiler keeps in
+    // registers, where through `st` itself every order check would go to memory.
     let mut local = *st;
     let packed = pack_offsets(base, c, &mut |_, edge| {
         TwoEnded::place(cells, &mut local, edge)
@@ -1566,9 +1564,9 @@ fn mutual_in_memory(
 
 /// The in-memory path for input partitioned by canonical pair (clean's follows): each group
 /// of files holds both directions of its pairs, so it is decoded, sorted and scanned on its
-/// own, a group per thread at a time, in buffers of one group's edges (a twentieth of the
-/// paper graph: 13 MB, mostly in cache, where one array of all edges was 253 MB sorted from
-/// memory). Each group's pairs are one sorted run of the output.
+/// own, a group per thread at a time, in buffers of one group's edges (small enough to stay
+/// mostly in cache, where one array of all edges is sorted from memory). Each group's pairs
+/// are one sorted run of the output.
 fn mutual_by_pair_part(
     input: &Input,
     groups: &[Vec<usize>],
@@ -1614,9 +1612,9 @@ fn mutual_by_pair_part(
         Ok((buffers.join(rows, packed, aside), selfs, false))
     };
     // With the runs written as they are found and codes dense enough to count by code, the
-    // threads file their pairs' ends by range of codes as they go, and the pairs go (a pass
-    // over all the pairs at the end, and the pairs themselves, were a tenth of the run and a
-    // third of its memory); see [`EndBuckets`].
+    // threads file their pairs' ends by range of codes as they go, and the pairs go: no pass
+    // over all the pairs is left for the end, and no pair is held until then; see
+    // [`EndBuckets`].
     let ends = run_files
         .and(count_codes)
         .map(|codes| EndBuckets::new(codes as u64, buffers.len()));
@@ -1638,8 +1636,8 @@ fn mutual_by_pair_part(
                         reason: "an id beyond the range the Parquet statistics announce".into(),
                     });
                 }
-                // Back to the thread's buffers for its next part: growing a list of pairs
-                // anew for every part, page by page, was 8 % of the run.
+                // Back to the thread's buffers for its next part, rather than growing a list
+                // of pairs anew for every part, page by page.
                 let mut buffers = buffers[thread].lock().unwrap_or_else(|e| e.into_inner());
                 if joined.0.pairs.capacity() > buffers.found.capacity() {
                     buffers.found = std::mem::take(&mut joined.0.pairs);
@@ -1797,9 +1795,9 @@ fn scan_pair_ordered(
 
 /// One batch of [`scan_pair_ordered`], carrying `last` over from the batch before. Without a
 /// branch per row: every row writes its pair and position, and only a row of the same pair
-/// as the row before keeps them; the times are then looked up for the pairs kept alone (a
-/// time per row, validity bit and all, was a third of the loop). Returns false when a row
-/// breaks the order the scan relies on.
+/// as the row before keeps them; the times are then looked up for the pairs kept alone, not
+/// for every row (validity bit and all). Returns false when a row breaks the order the scan
+/// relies on.
 #[inline(always)]
 fn scan_ordered_with(
     base: i64,
@@ -1812,7 +1810,7 @@ fn scan_ordered_with(
 ) -> bool {
     // At most one pair a row, whatever the rows hold (the check comes after). The scratch
     // rows are reused batch after batch: sizing the output for every row of every batch
-    // zeroed 16 bytes a row, 3 % of the run.
+    // would zero 16 bytes a row each time.
     if scratch.len() <= follower.len() {
         scratch.resize(follower.len() + 1, (0, 0));
     }
@@ -1976,16 +1974,16 @@ impl<'a> TwoEnded<'a> {
     }
 }
 
-/// Bits of the small id a pass of [`sort_transposed`] sorts on: 256 counters, which stay in
-/// the first-level cache (12 bits, 4,096 write streams, were slower).
+/// Bits of the small id a pass of [`sort_transposed`] sorts on: 256 counters and as many
+/// write streams, few enough to stay in the first-level cache.
 const DIGIT_BITS: u32 = 8;
 
 /// Sorts edges that are in `(large, small)` order into pair order, `(small, large)`: a
 /// stable sort by the small id alone keeps each small id's edges in the order of their large
 /// ids. So a least-significant-digit counting sort over the small id's bits does it, in three
-/// passes for ids spanning up to 16 M (where a full radix sort of the 64-bit keys took six,
-/// and was a quarter of the run). With `backwards` the edges are in that order read from
-/// the end. `spare` is the sort's second buffer.
+/// passes for ids spanning up to 16 M, fewer than a radix sort of the whole 64-bit keys
+/// takes. With `backwards` the edges are in that order read from the end. `spare` is the
+/// sort's second buffer.
 fn sort_transposed(edges: &mut [PackedEdge], backwards: bool, spare: &mut Vec<PackedEdge>) {
     const DIGITS: usize = 32_usize.div_ceil(DIGIT_BITS as usize);
     const BUCKETS: usize = 1 << DIGIT_BITS;
@@ -2272,7 +2270,7 @@ fn mutual_out_of_core(
                     )
                 })?;
                 ends.remove(q)?;
-                // The same radix sort as the edges: about half the time of rayon's pdqsort.
+                // The same radix sort as the edges, faster here than rayon's pdqsort.
                 rdst::RadixSort::radix_sort_builder(&mut codes)
                     .with_low_mem_tuner()
                     .sort();
@@ -2292,8 +2290,8 @@ enum CountPlan {
     /// Codes no sparser than the edges: partitions are ranges of `2^bits` codes, an end is
     /// stored as its 4-byte offset in its range, and each range is counted in an array of
     /// `2^bits` counters that fits half the budget. No sort, and the memory does not depend
-    /// on how many ends a range gets. (A power of two: a division per end was a tenth of
-    /// the pair partitions' time.)
+    /// on how many ends a range gets. (A power of two, so an end's range is a shift, not a
+    /// division.)
     Ranges { ranges: u32, bits: u32 },
     /// Sparse codes (offsets over a wide id span): partitions by hash, each sorted and
     /// counted in runs.
@@ -2349,8 +2347,8 @@ struct Scatter {
 
 impl Scatter {
     /// Appends a batch of edges to their pair partitions: placed by partition (counted, then
-    /// laid out, one pass each), so each writer is locked once per batch and takes its edges
-    /// as one run of bytes. (Sorting each batch by partition was most of the spill's cost.)
+    /// laid out, one pass each, not sorted), so each writer is locked once per batch and
+    /// takes its edges as one run of bytes.
     fn spill(&mut self, spill: &Spill, batch: &[PackedEdge]) -> Result<()> {
         let parts = spill.writers.len();
         self.partition.clear();
@@ -2653,10 +2651,9 @@ pub struct FriendsWriter {
 }
 
 /// Each sorted run of friends rows (see [`FriendsSink`]) makes one file, encoded on a thread
-/// of its own; at most this many are open at once (a new run finishes the oldest file). One
-/// file's encoder was the last thing a paper-size run waited for (about a quarter of the
-/// run): runs come two at a time so that two encode at once. Every file is sorted by
-/// `(uid_a, uid_b)`.
+/// of its own; at most this many are open at once (a new run finishes the oldest file). With
+/// one file, its encoder was the last thing a run waited for: runs come two at a time so that
+/// two encode at once. Every file is sorted by `(uid_a, uid_b)`.
 const PAIR_FILES: usize = 2;
 
 impl FriendsWriter {
@@ -2689,7 +2686,7 @@ impl FriendsWriter {
         // Ids and times are nearly all distinct: dictionary encoding would only cost. The
         // leading ids arrive in ascending runs and friend counts are small, so both are
         // delta-encoded. Min/max statistics are kept for the leading ids only (what a reader
-        // prunes on): arrow-rs computes them value by value, a tenth of the encoding time.
+        // prunes on): arrow-rs computes them value by value, worth it only there.
         // Each file is encoded on a thread of its own, beside the run that produces it.
         let props = |delta: &[&str], no_stats: &[&str]| {
             let mut props =
@@ -2707,10 +2704,9 @@ impl FriendsWriter {
             props
         };
         // Delta-encoded and not compressed. The second ids ascend within each first id's run
-        // and the times are spread over a few years: zstd gained 0.4 % on them. On the
-        // leading ids and the counts it gained 9-31 %, 1.1 MB of the paper graph's 22 MB of
-        // output, and took 5 % of the run (0.365 against 0.386 s, eight runs alternated).
-        // Delta alone stores the pairs in 15 % less than plain + zstd did.
+        // and the times are spread over a few years: zstd gains next to nothing on them, and
+        // on the leading ids and the counts too little for its share of the run; delta alone
+        // is smaller than plain + zstd (docs/design/friends.md).
         let pairs_props = props(&["uid_a", "uid_b", "since"], &["uid_b", "since"])
             .set_compression(Compression::UNCOMPRESSED)
             .build();
