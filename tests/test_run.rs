@@ -83,7 +83,8 @@ fn dry_run_prints_every_stage_command_and_touches_nothing() {
 #[test]
 fn a_failed_stage_ends_the_run_with_its_code_and_committed_stages_skip_on_rerun() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&mut local_run(dir.path(), &[]));
+    let copy = dir.path().join("copy.json");
+    let out = run(local_run(dir.path(), &[]).arg("--report").arg(&copy));
     // load meets an HBase that refuses connections: the run ends with load's exit code.
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     let line = stdout(&out);
@@ -108,6 +109,9 @@ fn a_failed_stage_ends_the_run_with_its_code_and_committed_stages_skip_on_rerun(
         .collect();
     assert_eq!(status, ["ran", "failed"]);
     assert_eq!(runs["stages"][0]["report"]["ok"], true);
+    // --report gets the same document.
+    let copied: Value = serde_json::from_slice(&std::fs::read(&copy).unwrap()).unwrap();
+    assert_eq!(copied, runs);
     // The lock is released, and a rerun skips the committed clean.
     assert!(!dir.path().join("_runs/weibo/nightly.lock").exists());
     let out = run(&mut local_run(dir.path(), &[]));

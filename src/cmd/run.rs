@@ -195,10 +195,16 @@ fn run_date(ctx: &Context, job: &Job, args: &Args, date: &str) -> DateResult {
                 "report": o.report,
             })).collect::<Vec<_>>(),
         });
-        let written = ctx.fs.parse(&job.date_dir(date)).and_then(|dir| {
-            let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-            ctx.fs.write_atomic(&dir.join("run.json"), &text)
-        });
+        let text = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+        let written = ctx
+            .fs
+            .parse(&job.date_dir(date))
+            .and_then(|dir| ctx.fs.write_atomic(&dir.join("run.json"), &text))
+            // `--report` gets the same document (the last date's, for a range).
+            .and_then(|_| match &ctx.global.report {
+                Some(url) => ctx.fs.write_atomic(&ctx.fs.parse(url)?, &text),
+                None => Ok(()),
+            });
         if let Err(e) = written {
             // The stages' own outcome matters more than the report's.
             log::warn!("could not write the run report of {date}: {e}");
