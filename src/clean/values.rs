@@ -481,7 +481,10 @@ pub fn clean_content(s: &str) -> (Cow<'_, str>, bool) {
         let markers = MARKERS.get_or_init(|| {
             aho_corasick::AhoCorasick::new(DELETED_MARKERS).expect("valid marker patterns")
         });
-        if markers.is_match(s) {
+        // A repost's own words come before the chain it quotes (`//@name: ...`): a notice
+        // quoted from the original is not this text's, and its words stay.
+        let own = s.find("//@").map_or(s, |i| &s[..i]);
+        if markers.is_match(own) {
             return (Cow::Borrowed(""), true);
         }
     }
@@ -775,6 +778,19 @@ mod tests {
         );
         // Only a post's text is a notice: a profile that quotes one keeps it.
         assert_eq!(clean_text("此微博已被作者删除"), "此微博已被作者删除");
+        // A repost quoting the original's notice keeps its own words, and is not deleted.
+        let quoting = "转发理由 //@某人: 抱歉，此微博已被作者删除。查看帮助：http://t.cn/x";
+        assert_eq!(clean_content(quoting), (quoting.into(), false));
+        let only_the_chain = "//@某人: 抱歉，此微博已被作者删除";
+        assert_eq!(
+            clean_content(only_the_chain),
+            (only_the_chain.into(), false)
+        );
+        // A notice of its own, before a chain, is still one.
+        assert_eq!(
+            clean_content("抱歉，此微博已被作者删除 //@某人: 原文"),
+            ("".into(), true)
+        );
     }
 
     #[test]
