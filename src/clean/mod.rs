@@ -498,14 +498,19 @@ pub fn clean_record(
         Entity::Comments => {
             let (text, is_deleted) = clean_content(f!(Comments, "text"));
             let mut capped = false;
+            let cid = parse_id(f!(Comments, "cid"))?;
+            // MediaCrawler's `parent_comment_id` is the thread's root: a top-level comment
+            // names itself, which is no reply.
+            let reply_to_cid =
+                parse_optional_id(f!(Comments, "reply_to_cid"))?.filter(|r| *r != cid);
             Ok(Row::Comment(Comment {
-                cid: parse_id(f!(Comments, "cid"))?,
+                cid,
                 mid: parse_mid_or_bid(f!(Comments, "mid"))?,
                 uid: parse_optional_id(f!(Comments, "uid"))?,
                 created_at: time(f!(Comments, "created_at"))?,
                 text,
                 like_count: count(f!(Comments, "like_count"), &mut capped)?,
-                reply_to_cid: parse_optional_id(f!(Comments, "reply_to_cid"))?,
+                reply_to_cid,
                 is_deleted,
                 crawl_time: crawl,
             }))
@@ -585,6 +590,27 @@ mod tests {
             clean_record(Entity::Follows, &missing, CRAWL),
             Err(Reject::MissingField)
         );
+    }
+
+    #[test]
+    fn a_comment_that_names_itself_as_parent_is_no_reply() {
+        let comment = |parent: &str| {
+            let r = raw(
+                Entity::Comments,
+                &[
+                    ("cid", "4973100000000001"),
+                    ("mid", "4973000000000001"),
+                    ("created_at", "2026-11-29 20:30:00"),
+                    ("reply_to_cid", parent),
+                ],
+            );
+            match clean_record(Entity::Comments, &r, CRAWL).unwrap() {
+                Row::Comment(c) => c.reply_to_cid,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(comment("4973100000000001"), None);
+        assert_eq!(comment("4973100000000000"), Some(4_973_100_000_000_000));
     }
 
     #[test]
