@@ -7,8 +7,10 @@
 //!   follows `follower_id` (the naming reads backwards; the spec warns about it);
 //! - the 2020 shape `{_id, fan_id, followed_id, crawl_time}`: `fan_id` follows `followed_id`;
 //! - tweets `{_id (mid), mblogid (bid), created_at, content, source, reposts_count,
-//!   comments_count, attitudes_count, pic_urls, user: {_id}, crawl_time}`; the repost spider
-//!   writes the same shape for each repost (without what it reposts), so those read as posts;
+//!   comments_count, attitudes_count, pic_urls, user: {_id}, retweet_id, crawl_time}`; the
+//!   repost spider writes the same shape for each repost (without what it reposts), so those
+//!   read as posts; `tweet_spider_by_user_id` deletes `user`, and the author is then the uid
+//!   in `url` (`https://weibo.com/<uid>/<bid>`);
 //! - users `{_id, nick_name, gender, location, description, verified, verified_type,
 //!   followers_count, friends_count, statuses_count, created_at}` and the 2020 shape
 //!   `{_id, nick_name, gender, province, city, brief_introduction, tweets_num, follows_num,
@@ -20,7 +22,8 @@
 //! - 2020 reposts `{weibo_id (reposted bid), user_id, content, created_at}`: they have no id of
 //!   their own, so they are rejected as `missing_field` (mid) too.
 //!
-//! `crawl_time` is epoch seconds there, which the time parser already reads.
+//! The crawl time is `crawl_time` or `crawl_ts` (by pipeline version), epoch seconds, which
+//! the time parser already reads.
 
 use serde_json::{Map, Value};
 
@@ -39,10 +42,26 @@ fn follow(follower: String, followee: String, object: &Map<String, Value>) -> (E
     let mut r = RawRecord::new(e);
     r.set(e, "follower", follower);
     r.set(e, "followee", followee);
-    if let Some(t) = object.get("crawl_time").and_then(value_text) {
+    if let Some(t) = crawl_of(object) {
         r.set(e, "crawl_time", t);
     }
     (e, r)
+}
+
+/// The crawl time the pipeline stamped: `crawl_time` in some versions, `crawl_ts` in others
+/// (epoch seconds either way).
+fn crawl_of(object: &Map<String, Value>) -> Option<String> {
+    ["crawl_time", "crawl_ts"]
+        .iter()
+        .find_map(|k| object.get(*k).and_then(value_text))
+}
+
+/// The author's uid in a tweet's `url` (`https://weibo.com/<uid>/<bid>`), for the spider
+/// that deletes the tweet's `user`.
+fn uid_of_url(url: &str) -> Option<String> {
+    let mut parts = url.trim_end_matches('/').rsplit('/');
+    let (_bid, uid) = (parts.next()?, parts.next()?);
+    (!uid.is_empty() && uid.bytes().all(|b| b.is_ascii_digit())).then(|| uid.to_string())
 }
 
 /// The canonical record of a WeiboSpider object, if it has one of the known shapes.
@@ -62,7 +81,8 @@ pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
     {
         return Some(mapped);
     }
-    if object.contains_key("mblogid") && object.contains_key("user") {
+    if object.contains_key("mblogid") && (object.contains_key("user") || object.contains_key("url"))
+    {
         let e = Entity::Posts;
         let mut r = RawRecord::new(e);
         for (ours, theirs) in [
@@ -75,13 +95,22 @@ pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
             ("comments_count", "comments_count"),
             ("attitudes_count", "attitudes_count"),
             ("pics", "pic_urls"),
-            ("crawl_time", "crawl_time"),
+            ("retweet_mid", "retweet_id"),
         ] {
             if let Some(v) = object.get(theirs).and_then(value_text) {
                 r.set(e, ours, v);
             }
         }
-        if let Some(uid) = id_of(object.get("user")) {
+        if let Some(t) = crawl_of(object) {
+            r.set(e, "crawl_time", t);
+        }
+        let uid = id_of(object.get("user")).or_else(|| {
+            object
+                .get("url")
+                .and_then(value_text)
+                .and_then(|u| uid_of_url(&u))
+        });
+        if let Some(uid) = uid {
             r.set(e, "uid", uid);
         }
         return Some((e, r));
@@ -125,7 +154,7 @@ fn comment(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
             ("created_at", &["created_at"]),
             ("text", &["content"]),
             ("like_count", &["like_counts", "like_num"]),
-            ("crawl_time", &["crawl_time"]),
+            ("crawl_time", &["crawl_time", "crawl_ts"]),
         ],
     );
     Some((e, r))
@@ -162,7 +191,7 @@ fn user(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
             ("follow_count", &["friends_count", "follows_num"]),
             ("statuses_count", &["statuses_count", "tweets_num"]),
             ("created_at", &["created_at"]),
-            ("crawl_time", &["crawl_time"]),
+            ("crawl_time", &["crawl_time", "crawl_ts"]),
         ],
     );
     Some((e, r))
@@ -184,7 +213,7 @@ fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
             ("retweet_mid", &["weibo_id"]),
             ("created_at", &["created_at"]),
             ("text", &["content"]),
-            ("crawl_time", &["crawl_time"]),
+            ("crawl_time", &["crawl_time", "crawl_ts"]),
         ],
     );
     Some((e, r))
@@ -265,5 +294,35 @@ mod tests {
         assert_eq!(e, Entity::Reposts);
         assert_eq!(get(e, &r, "mid"), None);
         assert_eq!(get(e, &r, "retweet_mid").as_deref(), Some("JtSFZ4eGg"));
+    }
+
+    #[test]
+    fn a_tweet_without_its_user_takes_the_author_from_its_url() {
+        let (e, r) = map(&obj(
+            r#"{"_id":"4973000000000501","mblogid":"Nk2aGxPz2","url":"https://weibo.com/1749127163/Nk2aGxPz2","created_at":"2026-11-29 10:00:00","content":"转发","retweet_id":"4973000000000001","crawl_ts":1796000000}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Posts);
+        assert_eq!(get(e, &r, "uid").as_deref(), Some("1749127163"));
+        assert_eq!(
+            get(e, &r, "retweet_mid").as_deref(),
+            Some("4973000000000001")
+        );
+        assert_eq!(get(e, &r, "crawl_time").as_deref(), Some("1796000000"));
+        // With its user, the user's id; a url without a uid gives none.
+        let (_, r) = map(&obj(
+            r#"{"_id":"1","mblogid":"b","user":{"_id":"42"},"url":"https://weibo.com/7/b"}"#,
+        ))
+        .unwrap();
+        assert_eq!(get(e, &r, "uid").as_deref(), Some("42"));
+        let (_, r) = map(&obj(
+            r#"{"_id":"1","mblogid":"b","url":"https://weibo.com/detail/b"}"#,
+        ))
+        .unwrap();
+        assert_eq!(get(e, &r, "uid"), None);
+        assert_eq!(
+            uid_of_url("https://weibo.com/1749127163/Nk2aGxPz2/"),
+            Some("1749127163".into())
+        );
     }
 }
