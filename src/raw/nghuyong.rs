@@ -20,7 +20,11 @@
 //!   current comment spider does not record which post a comment is on: unless the record has
 //!   a `mblogid`/`weibo_id`/`mid`, it is rejected as `missing_field` (mid), not guessed;
 //! - 2020 reposts `{weibo_id (reposted bid), user_id, content, created_at}`: they have no id of
-//!   their own, so they are rejected as `missing_field` (mid) too.
+//!   their own (a `mongoexport` dump's `_id` is an ObjectId), so they are rejected as
+//!   `missing_field` (mid) too;
+//! - 2020-2022 tweets, as `mongoexport` dumps them `{_id (bid), weibo_url, user_id, content,
+//!   tool, like_num, repost_num, comment_num, created_at, crawl_time}`; `created_at` may still
+//!   be raw (`刚刚`), which the cleaner resolves against the crawl time.
 //!
 //! The crawl time is `crawl_time` or `crawl_ts` (by pipeline version), epoch seconds, which
 //! the time parser already reads.
@@ -78,6 +82,7 @@ pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
     if let Some(mapped) = comment(object)
         .or_else(|| user(object))
         .or_else(|| repost(object))
+        .or_else(|| tweet_2020(object))
     {
         return Some(mapped);
     }
@@ -197,6 +202,33 @@ fn user(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
     Some((e, r))
 }
 
+/// A tweet of the 2020-2022 spider, as `mongoexport` dumps its `Tweets` collection: `_id` is
+/// the bid, the author is `user_id`, counts are `like_num`, `repost_num`, `comment_num`.
+fn tweet_2020(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
+    if !(object.contains_key("weibo_url") && object.contains_key("user_id")) {
+        return None;
+    }
+    let e = Entity::Posts;
+    let mut r = RawRecord::new(e);
+    copy(
+        e,
+        &mut r,
+        object,
+        &[
+            ("bid", &["_id"]),
+            ("uid", &["user_id"]),
+            ("created_at", &["created_at"]),
+            ("text", &["content"]),
+            ("source", &["tool"]),
+            ("attitudes_count", &["like_num"]),
+            ("reposts_count", &["repost_num"]),
+            ("comments_count", &["comment_num"]),
+            ("crawl_time", &["crawl_time", "crawl_ts"]),
+        ],
+    );
+    Some((e, r))
+}
+
 fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
     if !(object.contains_key("weibo_id") && object.contains_key("user_id")) {
         return None;
@@ -208,7 +240,7 @@ fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
         &mut r,
         object,
         &[
-            ("mid", &["_id", "mid"]),
+            ("mid", &["mid"]),
             ("uid", &["user_id"]),
             ("retweet_mid", &["weibo_id"]),
             ("created_at", &["created_at"]),
@@ -216,6 +248,14 @@ fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
             ("crawl_time", &["crawl_time", "crawl_ts"]),
         ],
     );
+    // An `_id` that is an id (not a mongoexport ObjectId, `{"$oid": ...}`) is the repost's.
+    if let Some(id) = object
+        .get("_id")
+        .filter(|v| !v.is_object())
+        .and_then(value_text)
+    {
+        r.set(e, "mid", id);
+    }
     Some((e, r))
 }
 
@@ -294,6 +334,27 @@ mod tests {
         assert_eq!(e, Entity::Reposts);
         assert_eq!(get(e, &r, "mid"), None);
         assert_eq!(get(e, &r, "retweet_mid").as_deref(), Some("JtSFZ4eGg"));
+    }
+
+    #[test]
+    fn mongoexport_tweets_of_2020_are_posts_keyed_by_bid() {
+        let (e, r) = map(&obj(
+            r#"{"_id":"JtSFZ4eGg","weibo_url":"https://weibo.com/1749127163/JtSFZ4eGg","user_id":"1749127163","content":"旧版","tool":"iPhone客户端","like_num":3,"repost_num":1,"comment_num":2,"created_at":"刚刚","crawl_time":1796000000}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Posts);
+        assert_eq!(get(e, &r, "bid").as_deref(), Some("JtSFZ4eGg"));
+        assert_eq!(get(e, &r, "uid").as_deref(), Some("1749127163"));
+        assert_eq!(get(e, &r, "source").as_deref(), Some("iPhone客户端"));
+        assert_eq!(get(e, &r, "reposts_count").as_deref(), Some("1"));
+        assert_eq!(get(e, &r, "created_at").as_deref(), Some("刚刚"));
+        // A 2020 repost with a mongoexport ObjectId is still a repost without an id.
+        let (e, r) = map(&obj(
+            r#"{"_id":{"$oid":"5f1e2d3c4b5a697887766554"},"weibo_id":"JtSFZ4eGg","user_id":"42","content":"//","created_at":"2026-11-29 10:00"}"#,
+        ))
+        .unwrap();
+        assert_eq!(e, Entity::Reposts);
+        assert_eq!(get(e, &r, "mid"), None);
     }
 
     #[test]
