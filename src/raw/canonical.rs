@@ -16,7 +16,7 @@ use std::io::{self, BufRead};
 use csv::ByteRecord;
 use serde_json::Value;
 
-use super::weibospider::Mapped;
+use super::mapping::{value_text, Mapped};
 use super::{entity_from_fields, entity_from_path, excerpt, Item};
 use crate::clean::{RawRecord, Reject};
 
@@ -166,23 +166,6 @@ fn header_mapping(names: &[String], path: &str) -> Option<Mapped> {
         entity_from_fields(names.iter().map(String::as_str)).or_else(|| entity_from_path(path))?;
     let mapping = names.iter().map(|n| entity.field_index(n)).collect();
     Some(Mapped::columns(entity, mapping))
-}
-
-pub(crate) fn value_text(v: &Value) -> Option<String> {
-    match v {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Array(items) => Some(
-            items
-                .iter()
-                .filter_map(value_text)
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-        Value::Object(_) => Some(v.to_string()),
-    }
 }
 
 /// Reads a JSON lines file, or a file holding one JSON array of records (MediaCrawler's
@@ -357,17 +340,9 @@ fn read_json_array(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::clean::Entity;
-
-    /// A JSON object literal, for the crawler-record tests of the sibling readers.
-    pub(crate) fn obj(json: &str) -> serde_json::Map<String, Value> {
-        match serde_json::from_str(json).unwrap() {
-            Value::Object(m) => m,
-            _ => unreachable!("not an object: {json}"),
-        }
-    }
 
     fn items_csv(text: &str, path: &str) -> Vec<Item> {
         let mut out = Vec::new();

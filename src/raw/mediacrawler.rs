@@ -17,8 +17,7 @@
 
 use serde_json::{Map, Value};
 
-use super::canonical::value_text;
-use super::weibospider::Mapped;
+use super::mapping::{value_text, CsvTimes, Mapped};
 use crate::clean::values::parse_crawl_time;
 use crate::clean::{Entity, RawRecord};
 
@@ -151,15 +150,6 @@ pub fn header(names: &[String]) -> Option<Mapped> {
     })
 }
 
-/// Columns of a MediaCrawler CSV the row fix-up reads.
-#[derive(Clone, Copy, Debug)]
-pub struct CsvTimes {
-    create_date_time: Option<usize>,
-    create_time: Option<usize>,
-    last_modify_ts: Option<usize>,
-    parent_comment_id: Option<usize>,
-}
-
 /// Completes a record read from a MediaCrawler CSV row (`cell(i)` is column `i`).
 pub fn fix_row<'a>(
     entity: Entity,
@@ -185,7 +175,7 @@ pub fn fix_row<'a>(
 mod tests {
     use super::*;
 
-    use crate::raw::canonical::tests::obj;
+    use crate::raw::mapping::tests::obj;
 
     fn field(entity: Entity, r: &RawRecord, name: &str) -> Option<String> {
         r.field(entity.field_index(name).unwrap())

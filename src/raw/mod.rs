@@ -14,6 +14,7 @@
 
 pub mod aminer;
 pub mod canonical;
+pub mod mapping;
 pub mod mediacrawler;
 pub mod nghuyong;
 pub mod weibospider;

@@ -31,7 +31,7 @@
 
 use serde_json::{Map, Value};
 
-use super::canonical::value_text;
+use super::mapping::value_text;
 use crate::clean::{Entity, RawRecord};
 
 fn id_of(v: Option<&Value>) -> Option<String> {
@@ -263,7 +263,7 @@ fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
 mod tests {
     use super::*;
 
-    use crate::raw::canonical::tests::obj;
+    use crate::raw::mapping::tests::obj;
 
     fn edge(json: &str) -> (String, String) {
         let (e, r) = map(&obj(json)).unwrap();

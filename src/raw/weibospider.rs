@@ -10,6 +10,7 @@
 //! treats them as missing), the header repeats on every appended run (a repeated header is
 //! counted as a duplicate), and the rows carry no user id: the file is `<uid>.csv`.
 
+use super::mapping::Mapped;
 use crate::clean::Entity;
 
 /// Column → canonical post field.
@@ -39,66 +40,6 @@ const CRAWLER_COLUMNS: &[(&str, &str)] = &[
     ("@用户", "at_users"),
     ("源微博id", "retweet_mid"),
 ];
-
-/// A recognised header: the entity, the column mapping, fields that come from the path, and
-/// whether short rows are normal (weibo-crawler writes fewer fields for original posts than
-/// its header names when reposts are kept).
-pub struct Mapped {
-    pub entity: Entity,
-    pub mapping: Vec<Option<usize>>,
-    pub constants: Vec<(usize, String)>,
-    pub short_rows_ok: bool,
-    /// Other column mappings, chosen by a row's length (a header that lost a column).
-    pub wider: Vec<Vec<Option<usize>>>,
-    /// MediaCrawler rows need a fix-up that reads several columns.
-    pub mediacrawler: Option<super::mediacrawler::CsvTimes>,
-    /// What the file is, for the report (`canonical-csv`, `weibospider-posts`, ...).
-    pub dialect: &'static str,
-}
-
-impl Mapped {
-    /// A plain column mapping: no path fields, no alternatives.
-    pub fn columns(entity: Entity, mapping: Vec<Option<usize>>) -> Mapped {
-        Mapped {
-            entity,
-            mapping,
-            constants: Vec::new(),
-            short_rows_ok: false,
-            wider: Vec::new(),
-            mediacrawler: None,
-            dialect: "canonical-csv",
-        }
-    }
-
-    /// Header columns mapped through a `(theirs, ours)` table onto `entity`'s fields.
-    pub fn table_mapping(
-        entity: Entity,
-        names: &[String],
-        table: &[(&str, &str)],
-    ) -> Vec<Option<usize>> {
-        names
-            .iter()
-            .map(|n| {
-                table
-                    .iter()
-                    .find(|(theirs, _)| theirs == n)
-                    .and_then(|(_, ours)| entity.field_index(ours))
-            })
-            .collect()
-    }
-
-    /// The mapping for a row of `len` fields, if the header allows that length.
-    pub fn for_len(&self, len: usize) -> Option<&[Option<usize>]> {
-        if len == self.mapping.len() || (self.short_rows_ok && len < self.mapping.len() && len > 1)
-        {
-            return Some(&self.mapping);
-        }
-        self.wider
-            .iter()
-            .find(|m| m.len() == len)
-            .map(Vec::as_slice)
-    }
-}
 
 /// Recognises a weibo-crawler posts header (`id, bid, 正文, ...`).
 pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
