@@ -298,6 +298,24 @@ pub fn abandon(fs: &FileSystems, staged: &[Staged]) {
     }
 }
 
+/// The `dt=<date>` folders right under `dir`, oldest first, with their dates (none when `dir`
+/// is missing). Committed or not: callers that need `_SUCCESS` check it.
+pub fn dated_folders(fs: &FileSystems, dir: &Location) -> Result<Vec<(String, Location)>> {
+    if !fs.exists(dir)? {
+        return Ok(Vec::new());
+    }
+    let mut dated: Vec<(String, Location)> = fs
+        .list(dir, false)?
+        .into_iter()
+        .filter_map(|e| {
+            let date = e.location.file_name()?.strip_prefix("dt=")?.to_string();
+            Some((date, e.location))
+        })
+        .collect();
+    dated.sort();
+    Ok(dated)
+}
+
 /// The Parquet part files of a committed partition folder; none when it has no `_SUCCESS`
 /// (a partition that is not done is not read).
 pub fn committed_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry>> {

@@ -377,27 +377,9 @@ fn launch(
 /// The newest night after `date` whose `stage` is committed in this namespace, if any.
 fn newest_committed(ctx: &Context, job: &Job, stage: &Stage, date: &str) -> Result<Option<String>> {
     let runs = ctx.fs.parse(&job.runs_dir())?;
-    if !ctx.fs.exists(&runs)? {
-        return Ok(None);
-    }
-    let mut nights: Vec<String> = ctx
-        .fs
-        .list(&runs, false)?
-        .into_iter()
-        .filter_map(|e| {
-            e.location
-                .file_name()?
-                .strip_prefix("dt=")
-                .map(String::from)
-        })
-        .filter(|d| d.as_str() > date)
-        .collect();
-    nights.sort();
-    for night in nights.into_iter().rev() {
-        let report_at = ctx
-            .fs
-            .parse(&job.date_dir(&night))?
-            .join(&format!("{}.json", stage.name));
+    let nights = weibo_etl::partition::dated_folders(&ctx.fs, &runs)?;
+    for (night, dir) in nights.into_iter().rev().filter(|(d, _)| d.as_str() > date) {
+        let report_at = dir.join(&format!("{}.json", stage.name));
         if committed_report(ctx, job, stage, &night, &report_at)?.is_some() {
             return Ok(Some(night));
         }

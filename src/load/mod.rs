@@ -638,25 +638,11 @@ fn history_files(
     entity: &str,
     upto: &str,
 ) -> Result<Vec<FileEntry>> {
-    let dir = root.join(entity);
-    if !fs.exists(&dir)? {
-        return Ok(Vec::new());
-    }
-    let mut dates: Vec<String> = fs
-        .list(&dir, false)?
-        .into_iter()
-        .filter_map(|e| {
-            e.location
-                .file_name()?
-                .strip_prefix("dt=")
-                .map(String::from)
-        })
-        .filter(|d| d.as_str() <= upto && cell_timestamp(d).is_ok())
-        .collect();
-    dates.sort();
     let mut files = Vec::new();
-    for d in dates {
-        files.extend(partition_files(fs, root, entity, &d)?);
+    for (date, dir) in partition::dated_folders(fs, &root.join(entity))? {
+        if date.as_str() <= upto && cell_timestamp(&date).is_ok() {
+            files.extend(partition::committed_parts(fs, &dir)?);
+        }
     }
     Ok(files)
 }

@@ -140,20 +140,13 @@ impl State {
 
     /// Committed snapshot folders, oldest first.
     fn committed(&self, fs: &FileSystems) -> Result<Vec<Location>> {
-        if !fs.exists(&self.root)? {
-            return Ok(Vec::new());
-        }
-        let mut dirs: Vec<(String, Location)> = Vec::new();
-        for e in fs.list(&self.root, false)? {
-            let Some(name) = e.location.file_name() else {
-                continue;
-            };
-            if name.starts_with("dt=") && fs.exists(&e.location.join("_SUCCESS"))? {
-                dirs.push((name, e.location));
+        let mut dirs = Vec::new();
+        for (_, dir) in partition::dated_folders(fs, &self.root)? {
+            if fs.exists(&dir.join("_SUCCESS"))? {
+                dirs.push(dir);
             }
         }
-        dirs.sort();
-        Ok(dirs.into_iter().map(|(_, l)| l).collect())
+        Ok(dirs)
     }
 
     /// The snapshot a run as of `as_of` stages; `resume` keeps the partitions a previous

@@ -19,25 +19,13 @@ use crate::hdfs::{FileSystems, Location};
 /// The committed `dt=` folders of `<clean>/follows` up to `date`, oldest first: the follows
 /// `friends` reads for that date.
 pub fn follows_upto(fs: &FileSystems, clean: &Location, date: &str) -> Result<Vec<Location>> {
-    let dir = clean.join("follows");
-    if !fs.exists(&dir)? {
-        return Ok(Vec::new());
-    }
-    let mut nights: Vec<(String, Location)> = Vec::new();
-    for e in fs.list(&dir, false)? {
-        let Some(night) = e
-            .location
-            .file_name()
-            .and_then(|n| n.strip_prefix("dt=").map(String::from))
-        else {
-            continue;
-        };
-        if night.as_str() <= date && fs.exists(&e.location.join("_SUCCESS"))? {
-            nights.push((night, e.location));
+    let mut nights = Vec::new();
+    for (night, dir) in crate::partition::dated_folders(fs, &clean.join("follows"))? {
+        if night.as_str() <= date && fs.exists(&dir.join("_SUCCESS"))? {
+            nights.push(dir);
         }
     }
-    nights.sort();
-    Ok(nights.into_iter().map(|(_, l)| l).collect())
+    Ok(nights)
 }
 
 /// Whether a stage's output for `date` is committed: `_SUCCESS` in its partition (for
