@@ -111,6 +111,16 @@ pub mod cluster {
         format!("it_{test}_{}", std::process::id())
     }
 
+    /// Every table a night writes: `load`'s and `friends --load`'s.
+    pub fn every_table() -> Vec<&'static str> {
+        use weibo_etl::load::Table;
+        Table::ALL
+            .iter()
+            .chain([&Table::Friend])
+            .map(|t| t.name())
+            .collect()
+    }
+
     /// A test's namespace whose tables are dropped when it goes out of scope (a failed test
     /// included), so a long suite does not fill the one JVM's heap with regions.
     pub struct Scratch(pub String);
@@ -140,16 +150,7 @@ pub mod cluster {
             let Ok(mut admin) = weibo_etl::hbase::admin::Admin::connect(THRIFT2, timeouts) else {
                 return;
             };
-            for table in [
-                "user",
-                "post",
-                "post_by_mid",
-                "follow",
-                "fans",
-                "user_post",
-                "user_by_name",
-                "friend",
-            ] {
+            for table in every_table() {
                 let _ = admin.drop_table(&self.0, table);
             }
         }

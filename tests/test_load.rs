@@ -645,19 +645,14 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
             .arg(&clean)
             .args(["--date", night])));
     }
-    let load_night = |ns: &str, night: &str| {
+    let load_night_with = |ns: &str, night: &str, extra: &[&str]| {
         ok(run(bin()
             .args(["-q", "--namespace", ns, "load", "--input"])
             .arg(&clean)
-            .args([
-                "--date",
-                night,
-                "--regions",
-                "2",
-                "--writers",
-                "2",
-            ])));
+            .args(["--date", night, "--regions", "2", "--writers", "2"])
+            .args(extra)));
     };
+    let load_night = |ns: &str, night: &str| load_night_with(ns, night, &[]);
     let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
     let (a, b) = (1000000001i64, 1000000002i64);
 
@@ -716,19 +711,7 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
     ];
     for (night, what) in reruns {
         let report = dir.path().join(format!("rerun-{night}.json"));
-        ok(run(bin()
-            .args(["-q", "--namespace", &ns, "--report"])
-            .arg(&report)
-            .args(["load", "--input"])
-            .arg(&clean)
-            .args([
-                "--date",
-                night,
-                "--regions",
-                "2",
-                "--writers",
-                "2",
-            ])));
+        load_night_with(&ns, night, &["--report", report.to_str().unwrap()]);
         assert_eq!(digests(&mut conn), before, "{what}");
         // Not the same values written again: none written at all.
         let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();

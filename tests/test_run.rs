@@ -14,9 +14,9 @@ fn job_file() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs/nightly.toml")
 }
 
-/// `run` on local folders under `root`, the raw night from the canonical sample, and an
-/// HBase that refuses connections.
-fn local_run(root: &Path, extra: &[&str]) -> std::process::Command {
+/// `run` of the nights `when` names, on local folders under `root`, each raw night the
+/// canonical sample, and an HBase that refuses connections.
+fn local_run_of(root: &Path, when: &[&str]) -> std::process::Command {
     let mut cmd = bin();
     cmd.args([
         "--hbase",
@@ -26,11 +26,18 @@ fn local_run(root: &Path, extra: &[&str]) -> std::process::Command {
         "run",
     ])
     .arg(job_file())
-    .args(["--date", "2026-11-29", "--set"])
+    .args(when)
+    .arg("--set")
     .arg(format!("root={}", root.display()))
     .arg("--set")
-    .arg(format!("raw={}", sample_dir().join("canonical").display()))
-    .args(extra);
+    .arg(format!("raw={}", sample_dir().join("canonical").display()));
+    cmd
+}
+
+/// [`local_run_of`] the night of 2026-11-29, with `extra` arguments.
+fn local_run(root: &Path, extra: &[&str]) -> std::process::Command {
+    let mut cmd = local_run_of(root, &["--date", "2026-11-29"]);
+    cmd.args(extra);
     cmd
 }
 
@@ -131,19 +138,7 @@ fn a_failed_stage_ends_the_run_with_its_code_and_committed_stages_skip_on_rerun(
     );
     // A range stops at its first failing night, and says which.
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = bin();
-    cmd.args([
-        "--hbase",
-        "127.0.0.1:1",
-        "--hbase-admin",
-        "127.0.0.1:1",
-        "run",
-    ])
-    .arg(job_file())
-    .args(["--date-range", "2026-11-27..2026-11-29", "--set"])
-    .arg(format!("root={}", dir.path().display()))
-    .arg("--set")
-    .arg(format!("raw={}", sample_dir().join("canonical").display()));
+    let mut cmd = local_run_of(dir.path(), &["--date-range", "2026-11-27..2026-11-29"]);
     let out = run(&mut cmd);
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
@@ -294,19 +289,10 @@ mod on_the_cluster {
 
     /// Row count and cell digest of every table a night writes, read with default versions.
     fn all_tables(conn: &mut Connection, ns: &str) -> Vec<(String, (u64, String))> {
-        [
-            "user",
-            "post",
-            "post_by_mid",
-            "follow",
-            "fans",
-            "user_post",
-            "user_by_name",
-            "friend",
-        ]
-        .iter()
-        .map(|t| (t.to_string(), table_digest(conn, &format!("{ns}:{t}"))))
-        .collect()
+        cluster::every_table()
+            .iter()
+            .map(|t| (t.to_string(), table_digest(conn, &format!("{ns}:{t}"))))
+            .collect()
     }
 
     fn happybase_counters(ns: &str, uid: i64) -> Vec<i64> {

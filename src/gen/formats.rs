@@ -3,7 +3,7 @@
 //! Each generated record is rendered in one of the requested formats that can carry it
 //! without losing anything the truth counts; records no requested format can carry are
 //! written in the canonical format (and counted, so a run can say so). What each crawler
-//! format can carry, from `../shared/spec/raw-formats.md` §2:
+//! format can carry (the shapes themselves are in docs/formats.md):
 //!
 //! | entity   | canonical | nghuyong | mediacrawler | weibo-crawler | weibospider | aminer |
 //! |----------|-----------|----------|--------------|---------------|-------------|--------|

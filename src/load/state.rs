@@ -182,68 +182,58 @@ impl Snapshot {
     }
 
     /// The snapshot's users in partition `p` of `n`.
-    pub fn users(
-        &self,
-        fs: &FileSystems,
-        p: u32,
-        n: u32,
-    ) -> Result<HashMap<i64, UserCounts, rustc_hash::FxBuildHasher>> {
-        let mut out = HashMap::default();
-        for f in self.parts(&self.users, "users", p, n) {
-            partition::read_parquet(fs, f, &mut |b| {
-                let c: Vec<&Int64Array> = user_schema()
-                    .fields()
-                    .iter()
-                    .map(|field| counters::ids(f, b, field.name()))
-                    .collect::<Result<_>>()?;
-                for i in 0..b.num_rows() {
-                    let uid = c[0].value(i);
-                    if counters::uid_partition(uid, n) == p {
-                        let v = [1, 2, 3, 4, 5].map(|k| c[k].value(i));
-                        out.insert(uid, v);
-                    }
-                }
-                Ok(())
-            })?;
-        }
-        Ok(out)
+    pub fn users(&self, fs: &FileSystems, p: u32, n: u32) -> Result<Map<UserCounts>> {
+        let files = self.parts(&self.users, "users", p, n);
+        read_counts(fs, &files, user_schema(), |c, i| {
+            let uid = c[0].value(i);
+            (counters::uid_partition(uid, n) == p)
+                .then(|| (uid, [1, 2, 3, 4, 5].map(|k| c[k].value(i))))
+        })
     }
 
     /// The snapshot's posts in partition `p` of `n`.
-    pub fn posts(
-        &self,
-        fs: &FileSystems,
-        p: u32,
-        n: u32,
-    ) -> Result<HashMap<i64, PostCounts, rustc_hash::FxBuildHasher>> {
-        let mut out = HashMap::default();
-        for f in self.parts(&self.posts, "posts", p, n) {
-            partition::read_parquet(fs, f, &mut |b| {
-                let c: Vec<&Int64Array> = post_schema()
-                    .fields()
-                    .iter()
-                    .map(|field| counters::ids(f, b, field.name()))
-                    .collect::<Result<_>>()?;
-                for i in 0..b.num_rows() {
-                    let (mid, uid) = (c[0].value(i), c[1].value(i));
-                    let author = (uid != 0).then_some(uid);
-                    if counters::post_partition(author, mid, n) == p {
-                        out.insert(mid, (uid, c[2].value(i), c[3].value(i), c[4].value(i)));
-                    }
-                }
-                Ok(())
-            })?;
-        }
-        Ok(out)
+    pub fn posts(&self, fs: &FileSystems, p: u32, n: u32) -> Result<Map<PostCounts>> {
+        let files = self.parts(&self.posts, "posts", p, n);
+        read_counts(fs, &files, post_schema(), |c, i| {
+            let (mid, uid) = (c[0].value(i), c[1].value(i));
+            let author = (uid != 0).then_some(uid);
+            (counters::post_partition(author, mid, n) == p)
+                .then(|| (mid, (uid, c[2].value(i), c[3].value(i), c[4].value(i))))
+        })
     }
+}
+
+/// Counters by key, as the snapshot holds them.
+pub type Map<V> = HashMap<i64, V, rustc_hash::FxBuildHasher>;
+
+/// The rows of snapshot parts (every column of `schema`, all `Int64`) that `keep` keeps.
+fn read_counts<V>(
+    fs: &FileSystems,
+    files: &[&FileEntry],
+    schema: SchemaRef,
+    keep: impl Fn(&[&Int64Array], usize) -> Option<(i64, V)>,
+) -> Result<Map<V>> {
+    let mut out = Map::default();
+    for f in files {
+        partition::read_parquet(fs, f, &mut |b| {
+            let columns: Vec<&Int64Array> = schema
+                .fields()
+                .iter()
+                .map(|field| counters::ids(f, b, field.name()))
+                .collect::<Result<_>>()?;
+            out.extend((0..b.num_rows()).filter_map(|i| keep(&columns, i)));
+            Ok(())
+        })?;
+    }
+    Ok(out)
 }
 
 /// What a partition must write: its counters that the snapshot (`old`, the same partition)
 /// does not already hold.
 pub fn changes(
     new: &PartitionCounters,
-    old_users: &HashMap<i64, UserCounts, rustc_hash::FxBuildHasher>,
-    old_posts: &HashMap<i64, PostCounts, rustc_hash::FxBuildHasher>,
+    old_users: &Map<UserCounts>,
+    old_posts: &Map<PostCounts>,
 ) -> Changes {
     let mut users: Vec<(i64, UserCounts)> = new
         .users
@@ -372,7 +362,7 @@ impl Next {
 mod tests {
     use super::*;
 
-    fn hm<V>(entries: &[(i64, V)]) -> HashMap<i64, V, rustc_hash::FxBuildHasher>
+    fn hm<V>(entries: &[(i64, V)]) -> Map<V>
     where
         V: Copy,
     {

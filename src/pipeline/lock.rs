@@ -199,6 +199,14 @@ impl Drop for Lock {
 mod tests {
     use super::*;
 
+    /// An owner on this host whose process has ended.
+    fn gone_owner() -> Owner {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        Owner { pid, ..Owner::me() }
+    }
+
     #[test]
     fn one_holder_at_a_time_and_stale_locks_break_only_on_request() {
         let dir = tempfile::tempdir().unwrap();
@@ -223,13 +231,7 @@ mod tests {
         assert!(!fs.exists(&at).unwrap());
 
         // A lock left by a process that is gone.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let gone = child.id();
-        child.wait().unwrap();
-        let stale = Owner {
-            pid: gone,
-            ..Owner::me()
-        };
+        let stale = gone_owner();
         fs.write_atomic(&at, &serde_json::to_vec(&stale).unwrap())
             .unwrap();
         let e = Lock::acquire(&fs, &at, LockOptions::default())
@@ -251,14 +253,8 @@ mod tests {
         let at = fs
             .parse(dir.path().join("nightly.lock").to_str().unwrap())
             .unwrap();
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let gone = child.id();
-        child.wait().unwrap();
+        let stale = gone_owner();
         for _ in 0..5 {
-            let stale = Owner {
-                pid: gone,
-                ..Owner::me()
-            };
             fs.write_atomic(&at, &serde_json::to_vec(&stale).unwrap())
                 .unwrap();
             let barrier = std::sync::Barrier::new(6);
