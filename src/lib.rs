@@ -20,11 +20,11 @@
 //! - [`error`]: the error type and the exit codes cron sees.
 
 pub mod clean;
-pub mod cluster;
+pub mod dev;
 pub mod error;
-pub mod gen;
 pub mod graph;
 pub mod hbase;
+pub mod hash;
 pub mod hdfs;
 pub mod keys;
 pub mod load;
@@ -33,6 +33,7 @@ pub mod pipeline;
 pub mod progress;
 pub mod raw;
 pub mod report;
+pub mod spill;
 pub mod verify;
 
 pub use error::{Error, Result};

@@ -52,13 +52,6 @@ fn latency(mut ms: Vec<f64>) -> Latency {
     }
 }
 
-fn mix(x: u64) -> u64 {
-    let mut x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// Keeps the `n` items with the lowest hash.
 struct Sample<T: Ord> {
     n: usize,
@@ -137,7 +130,7 @@ pub fn run(
                 .as_ref()
                 .filter(|a| !a.is_null(i))
                 .map(|a| a.value(i));
-            users.offer(mix(u as u64), (u, nm, fo));
+            users.offer(crate::hash::splitmix64(u as u64), (u, nm, fo));
         }
     })?;
     let mut posts: Sample<PostSample> = Sample::new(n);
@@ -155,7 +148,7 @@ pub fn run(
             .map(|c| c.as_string::<i32>().clone());
         for i in 0..b.num_rows() {
             let t = text.as_ref().map(|a| a.value(i).to_string());
-            posts.offer(mix(mid.value(i) as u64), (mid.value(i), at.value(i), t));
+            posts.offer(crate::hash::splitmix64(mid.value(i) as u64), (mid.value(i), at.value(i), t));
         }
     })?;
     let mut follows: Sample<(i64, i64)> = Sample::new(n);
@@ -170,7 +163,7 @@ pub fn run(
         };
         for i in 0..b.num_rows() {
             let key = (a.value(i), e.value(i));
-            follows.offer(mix(key.0 as u64 ^ mix(key.1 as u64)), key);
+            follows.offer(crate::hash::splitmix64(key.0 as u64 ^ crate::hash::splitmix64(key.1 as u64)), key);
         }
     })?;
 

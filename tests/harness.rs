@@ -70,7 +70,7 @@ pub fn assert_golden(name: &str, actual: &str) {
 pub mod cluster {
     use std::sync::OnceLock;
 
-    use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
+    use weibo_etl::dev::cluster::{self, ClusterPaths, UpOptions};
 
     pub const HDFS: &str = "hdfs://127.0.0.1:9000";
     pub const THRIFT: &str = "127.0.0.1:9090";

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use weibo_etl::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
-use weibo_etl::hbase::{Connection, Pool, Put, Timeouts};
+use weibo_etl::hbase::{Connection, Put, Timeouts};
 use weibo_etl::keys;
 
 use crate::harness::{bin, cluster, run, stderr, stdout};
@@ -111,15 +111,14 @@ fn puts_10000_rows_in_batches_and_reads_every_one_back() {
     .unwrap();
     assert_eq!(seen, 10_000);
 
-    // Point gets through a pool, from several threads.
-    let pool = Pool::new(cluster::THRIFT, 4, Timeouts::default()).unwrap();
+    // Point gets from several threads, a connection each.
     std::thread::scope(|s| {
         for t in 0..4i64 {
-            let pool = pool.clone();
             let name = name.clone();
             s.spawn(move || {
+                let mut c = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
                 for id in (t..10_000).step_by(97) {
-                    let row = pool.with(|c| c.get(&name, &rowkey(id))).unwrap().unwrap();
+                    let row = c.get(&name, &rowkey(id)).unwrap().unwrap();
                     assert_eq!(
                         row.get("info:name").unwrap(),
                         format!("user-{id}").as_bytes()

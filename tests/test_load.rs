@@ -34,7 +34,7 @@ pub fn table_digest(conn: &mut Connection, table: &str) -> (u64, String) {
         true
     })
     .unwrap();
-    (n, format!("{:x}", h.finalize()))
+    (n, h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// One row that must exist.
@@ -422,7 +422,7 @@ fn killed_load_resumes_to_the_same_tables_as_an_uninterrupted_one() {
 /// load's.
 #[test]
 fn killed_thrift_gateway_then_resume_gives_the_same_tables() {
-    use weibo_etl::cluster::{ClusterPaths, Gateway};
+    use weibo_etl::dev::cluster::{ClusterPaths, Gateway};
     cluster::ensure();
     let dir = tempfile::tempdir().unwrap();
     let clean = generated_clean(dir.path());

@@ -193,7 +193,7 @@ mod on_the_cluster {
     use std::time::{Duration, Instant};
 
     use serde_json::Value;
-    use weibo_etl::gen::nights::counters_digest;
+    use weibo_etl::dev::gen::nights::counters_digest;
     use weibo_etl::hbase::{Connection, Timeouts};
     use weibo_etl::hdfs::FileSystems;
 

@@ -36,6 +36,7 @@ use super::{clean_record, Entity, RawRecord, Reject, Row};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 use crate::partition::{self, Staged};
+use crate::spill::SpillDir;
 use crate::raw::{self, FileSummary, Format, Item};
 
 /// Rows cleaned and spilled together: enough that each spill partition gets batches of about
@@ -162,7 +163,7 @@ struct SpillSlot {
 }
 
 struct SpillSet {
-    dir: tempfile::TempDir,
+    dir: SpillDir,
     partitions: usize,
     /// Write buffer of each spill file.
     buffer: usize,
@@ -175,21 +176,8 @@ struct SpillSet {
 }
 
 impl SpillSet {
-    fn new(
-        base: Option<&Path>,
-        partitions: usize,
-        memory_budget: u64,
-    ) -> std::io::Result<SpillSet> {
-        let dir = match base {
-            // A scratch folder named on the command line may not exist yet on a fresh node.
-            Some(b) => {
-                std::fs::create_dir_all(b)?;
-                tempfile::Builder::new()
-                    .prefix("weibo-clean-")
-                    .tempdir_in(b)?
-            }
-            None => tempfile::Builder::new().prefix("weibo-clean-").tempdir()?,
-        };
+    fn new(base: Option<&Path>, partitions: usize, memory_budget: u64) -> Result<SpillSet> {
+        let dir = SpillDir::create(base, "weibo-clean-")?;
         let mut slots = HashMap::new();
         for entity in Entity::ALL {
             for p in 0..partitions {
@@ -208,16 +196,13 @@ impl SpillSet {
         })
     }
 
-    fn rejects_path(&self, file_index: usize) -> PathBuf {
-        self.dir
-            .path()
-            .join(format!("rejects-{file_index:06}.jsonl"))
+    /// The scratch file holding input file `file_index`'s rejects.
+    fn rejects_name(file_index: usize) -> String {
+        format!("rejects-{file_index:06}.jsonl")
     }
 
-    fn path(&self, entity: Entity, partition: usize) -> PathBuf {
-        self.dir
-            .path()
-            .join(format!("{}-{partition:05}.arrows", entity.name()))
+    fn name(entity: Entity, partition: usize) -> String {
+        format!("{}-{partition:05}.arrows", entity.name())
     }
 
     fn append(&self, entity: Entity, partition: usize, rows: &[(u64, &Row<'_>)]) -> Result<()> {
@@ -236,17 +221,11 @@ impl SpillSet {
         self.held.fetch_sub(size, Ordering::Relaxed);
         self.spilled.fetch_add(size, Ordering::Relaxed);
         if slot.file.is_none() {
-            let path = self.path(entity, partition);
-            let file = File::create(&path).map_err(|e| Error::Io {
-                op: "create spill",
-                path: path.display().to_string(),
-                source: e,
-            })?;
-            let writer = FileWriter::try_new(
-                BufWriter::with_capacity(self.buffer, file),
-                &columns::spill_schema(entity),
-            )
-            .map_err(arrow_err("spill"))?;
+            let file = self
+                .dir
+                .create_file(&Self::name(entity, partition), self.buffer)?;
+            let writer = FileWriter::try_new(file, &columns::spill_schema(entity))
+                .map_err(arrow_err("spill"))?;
             slot.file = Some(writer);
         }
         slot.file
@@ -264,11 +243,7 @@ impl SpillSet {
                     .into_inner()
                     .map_err(arrow_err("spill"))?
                     .flush()
-                    .map_err(|e| Error::Io {
-                        op: "flush spill",
-                        path: self.dir.path().display().to_string(),
-                        source: e,
-                    })?;
+                    .map_err(|e| self.dir.error("flush spill", "", e))?;
             }
         }
         Ok(())
@@ -283,33 +258,18 @@ impl SpillSet {
                 .unwrap_or_else(|p| p.into_inner())
                 .held,
         );
-        let path = self.path(entity, partition);
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok((!held.is_empty()).then_some(held))
-            }
-            Err(e) => {
-                return Err(Error::Io {
-                    op: "open spill",
-                    path: path.display().to_string(),
-                    source: e,
-                })
-            }
+        let name = Self::name(entity, partition);
+        let Some(file) = self.dir.open(&name)? else {
+            return Ok((!held.is_empty()).then_some(held));
         };
         let mut batches = held;
-        batches.extend(read_spill_file(&file).map_err(|e| Error::Io {
-            op: "read spill",
-            path: path.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
+        batches.extend(read_spill_file(&file).map_err(|e| {
+            self.dir
+                .error("read spill", &name, std::io::Error::other(e.to_string()))
         })?);
         // Read once: deleted now, on the thread that read it, so dropping its pages from the
         // cache is spread over pass 2 rather than left to one thread at the end.
-        std::fs::remove_file(&path).map_err(|e| Error::Io {
-            op: "remove spill",
-            path: path.display().to_string(),
-            source: e,
-        })?;
+        self.dir.remove(&name)?;
         Ok(Some(batches))
     }
 }
@@ -394,12 +354,7 @@ pub fn pair_partition_value(p: usize, partitions: usize) -> String {
 
 /// Which spill partition a partition key belongs to.
 fn partition_of(key: (i64, i64), partitions: usize) -> usize {
-    let mut x = (key.0 as u64) ^ (key.1 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    // splitmix64 finaliser: spreads sequential ids evenly.
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    (x % partitions as u64) as usize
+    crate::hash::bucket(crate::hash::pair(key.0 as u64, key.1 as u64), partitions as u64) as usize
 }
 
 #[derive(Serialize)]
@@ -444,15 +399,7 @@ pub fn run(
         options.spill_dir.as_deref(),
         partitions,
         options.spill_memory,
-    )
-    .map_err(|e| Error::Io {
-        op: "create spill folder",
-        path: options
-            .spill_dir
-            .as_ref()
-            .map_or("temp".into(), |p| p.display().to_string()),
-        source: e,
-    })?;
+    )?;
     let counters: HashMap<Option<Entity>, Counters> = Entity::ALL
         .into_iter()
         .map(Some)
@@ -549,15 +496,12 @@ pub fn run(
         staged.push(stage.clone());
         let mut target = fs.create_atomic(&stage.tmp.join("rejects.jsonl"))?;
         for index in 0..files.len() {
-            let path = spill.rejects_path(index);
-            let Ok(mut local) = File::open(&path) else {
+            let name = SpillSet::rejects_name(index);
+            let Some(mut local) = spill.dir.open(&name)? else {
                 continue;
             };
-            std::io::copy(&mut local, &mut target).map_err(|e| Error::Io {
-                op: "copy rejects",
-                path: path.display().to_string(),
-                source: e,
-            })?;
+            std::io::copy(&mut local, &mut target)
+                .map_err(|e| spill.dir.error("copy rejects", &name, e))?;
         }
         target.commit_unsynced()?;
         partition::commit(fs, &staged)
@@ -634,12 +578,8 @@ fn read_one(
     counters: &HashMap<Option<Entity>, Counters>,
 ) -> Result<FileSummary> {
     let path = file.location.to_string();
-    let rejects_path = spill.rejects_path(index);
-    let mut rejects = BufWriter::new(File::create(&rejects_path).map_err(|e| Error::Io {
-        op: "create",
-        path: rejects_path.display().to_string(),
-        source: e,
-    })?);
+    let rejects_name = SpillSet::rejects_name(index);
+    let mut rejects = spill.dir.create_file(&rejects_name, 8 << 10)?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(2);
     // Cleaned chunks come back to the reader to be emptied and refilled: their records were
     // allocated on the reader's thread, and freeing them there is cheap, where freeing them on
@@ -689,11 +629,9 @@ fn read_one(
         if let Some(e) = failure {
             return Err(e);
         }
-        rejects.flush().map_err(|e| Error::Io {
-            op: "write",
-            path: rejects_path.display().to_string(),
-            source: e,
-        })?;
+        rejects
+            .flush()
+            .map_err(|e| spill.dir.error("write", &rejects_name, e))?;
         Ok(summary)
     })
 }

@@ -1,7 +1,7 @@
 //! `weibo-etl cluster up|down|status`: the local HDFS + HBase + Thrift cluster.
 
 use anyhow::{Context as _, Result};
-use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
+use weibo_etl::dev::cluster::{self, ClusterPaths, UpOptions};
 use weibo_etl::report::Report;
 
 use super::Context;

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
-use weibo_etl::cluster::{self, ClusterPaths, UpOptions};
+use weibo_etl::dev::cluster::{self, ClusterPaths, UpOptions};
 use weibo_etl::hbase::Connection;
 use weibo_etl::keys;
 use weibo_etl::report::Report;

@@ -1,8 +1,8 @@
 //! `weibo-etl gen`: synthetic Weibo data at any scale, with `truth.json`.
 
 use anyhow::Result;
-use weibo_etl::gen::formats::OutFormat;
-use weibo_etl::gen::{self, GenSpec};
+use weibo_etl::dev::gen::formats::OutFormat;
+use weibo_etl::dev::gen::{self, GenSpec};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -134,15 +134,15 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
 /// `--nights N`: consecutive nights of increments with their cumulative truth.
 fn nights(ctx: &Context, args: &Args, n: u32) -> Result<()> {
     let preset = args.preset.as_deref().unwrap_or("tiny");
-    let spec = weibo_etl::gen::nights::NightsSpec {
+    let spec = weibo_etl::dev::gen::nights::NightsSpec {
         nights: n,
         first: args.date.clone(),
         seed: args.seed,
-        ..weibo_etl::gen::nights::NightsSpec::preset(preset).expect("validated by clap")
+        ..weibo_etl::dev::gen::nights::NightsSpec::preset(preset).expect("validated by clap")
     };
     let out = ctx.fs.parse(&args.out)?;
     let mut report = Report::new("gen");
-    let truths = weibo_etl::gen::nights::generate(&ctx.fs, &out, &spec)?;
+    let truths = weibo_etl::dev::gen::nights::generate(&ctx.fs, &out, &spec)?;
     for t in &truths {
         eprintln!(
             "{}: {} users, {} follows, {} posts, {} comments in the night; {} friend pairs so far",

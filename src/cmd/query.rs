@@ -137,27 +137,20 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 .collect::<Vec<_>>()))
         })?,
         What::Post { mid } => {
-            let index = timed("getRow post_by_mid", &mut |c| {
-                Ok(
-                    c.get(&format!("{ns}:post_by_mid"), &keys::post_by_mid_key(mid))?
-                        .and_then(|r| r.get("r:post").map(<[u8]>::to_vec))
-                        .map_or(Value::Null, |k| {
-                            json!(k.iter().map(|b| format!("{b:02x}")).collect::<String>())
-                        }),
-                )
+            // The index cell holds the post's rowkey, used as it is for the second call.
+            let mut key = None;
+            timed("getRow post_by_mid", &mut |c| {
+                key = c
+                    .get(&format!("{ns}:post_by_mid"), &keys::post_by_mid_key(mid))?
+                    .and_then(|r| r.get("r:post").map(<[u8]>::to_vec));
+                Ok(Value::Null)
             })?;
-            match index.as_str() {
+            match key {
                 None => Value::Null,
-                Some(hexkey) => {
-                    let key: Vec<u8> = (0..hexkey.len())
-                        .step_by(2)
-                        .filter_map(|i| u8::from_str_radix(&hexkey[i..i + 2], 16).ok())
-                        .collect();
-                    timed("getRow post", &mut |c| {
-                        Ok(c.get(&format!("{ns}:post"), &key)?
-                            .map_or(Value::Null, |r| row_json(&r)))
-                    })?
-                }
+                Some(key) => timed("getRow post", &mut |c| {
+                    Ok(c.get(&format!("{ns}:post"), &key)?
+                        .map_or(Value::Null, |r| row_json(&r)))
+                })?,
             }
         }
     };

@@ -33,8 +33,6 @@
 //! later of the two follow times when both are known (for an edge crawled several times, its
 //! earliest known time).
 
-use std::fs::File;
-use std::io::{BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -49,6 +47,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 use crate::partition::{BackgroundParquetWriter, OpenedParquet};
+use crate::spill::Partitions;
 
 /// No follow time known.
 const NO_TIME: i64 = i64::MIN;
@@ -79,17 +78,17 @@ impl Slice {
     }
 
     fn keeps(self, pair: u64) -> bool {
-        self.count == 1 || bucket(pair, 0x5bd1_e995) % self.count as u64 == self.index as u64
+        self.count == 1 || bucket(pair, SLICE_SEED) % self.count as u64 == self.index as u64
     }
 }
+
+/// Seeds the slice hash apart from the out-of-core partition hash of the same pairs.
+const SLICE_SEED: u64 = 0x5bd1_e995;
 
 /// A well-mixed hash of a pair (by ids, not codes, so every machine agrees on buckets
 /// whatever its dictionary).
 fn bucket(pair: u64, seed: u64) -> u64 {
-    let mut x = pair ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+    crate::hash::pair(pair, seed)
 }
 
 /// Options of a friends run.
@@ -2154,10 +2153,12 @@ fn mutual_out_of_core(
     stats: &mut FriendsStats,
     sink: &mut dyn FriendsSink,
 ) -> Result<()> {
-    let spill = Spill::create(
+    // Write buffers share a quarter of the budget.
+    let spill = Partitions::create(
         options.spill_dir.as_deref(),
+        "weibo-friends-",
         partitions,
-        options.memory_budget,
+        options.memory_budget / 4,
     )?;
     let filled: Vec<PartPacked> = input
         .parts()
@@ -2192,23 +2193,26 @@ fn mutual_out_of_core(
         aside.0.extend(packed.aside);
     }
     let aside = aside.seal();
-    let ends = Spill::create(
+    let ends = Partitions::create(
         options.spill_dir.as_deref(),
+        "weibo-friends-",
         plan.partitions(),
-        options.memory_budget,
+        options.memory_budget / 4,
     )?;
     let mut grouped: Vec<Vec<u8>> = vec![Vec::new(); plan.partitions() as usize];
     // One buffer serves every partition: a fresh one each time would leave the allocator
     // holding the last one's pages too.
     let largest = (0..partitions)
-        .map(|p| spill.len(p))
+        .map(|p| spill.bytes(p))
         .collect::<Result<Vec<u64>>>()?
         .into_iter()
         .max()
         .unwrap_or(0);
     let mut edges: Vec<PackedEdge> = Vec::with_capacity(largest as usize / PACKED_EDGE_BYTES);
     for p in 0..partitions {
-        spill.read_edges(p, &mut edges)?;
+        edges.clear();
+        edges.resize(spill.records(p, PACKED_EDGE_BYTES)?, PackedEdge::default());
+        spill.read_exact(p, edge_bytes_mut(&mut edges))?;
         spill.remove(p)?;
         let pairs = sort_and_scan(&mut edges, &aside, stats);
         stats.mutual_pairs += pairs.len() as u64;
@@ -2227,7 +2231,7 @@ fn mutual_out_of_core(
         }
         for (q, bytes) in grouped.iter_mut().enumerate() {
             if !bytes.is_empty() {
-                ends.write(q, bytes)?;
+                ends.write(q as u32, bytes)?;
                 bytes.clear();
             }
         }
@@ -2349,13 +2353,13 @@ impl Scatter {
     /// Appends a batch of edges to their pair partitions: placed by partition (counted, then
     /// laid out, one pass each, not sorted), so each writer is locked once per batch and
     /// takes its edges as one run of bytes.
-    fn spill(&mut self, spill: &Spill, batch: &[PackedEdge]) -> Result<()> {
-        let parts = spill.writers.len();
+    fn spill(&mut self, spill: &Partitions, batch: &[PackedEdge]) -> Result<()> {
+        let parts = spill.count() as usize;
         self.partition.clear();
         self.partition.extend(
             batch
                 .iter()
-                .map(|e| spill.partition_of(bucket({ e.key } >> 1, 0x2545_f491_4f6c_dd1d)) as u32),
+                .map(|e| spill.partition_of(bucket({ e.key } >> 1, 0x2545_f491_4f6c_dd1d))),
         );
         self.starts.clear();
         self.starts.resize(parts + 1, 0);
@@ -2375,7 +2379,7 @@ impl Scatter {
         for p in 0..parts {
             let (start, end) = (self.starts[p], self.starts[p + 1]);
             if start < end {
-                spill.write(p, edge_bytes(&self.placed[start..end]))?;
+                spill.write(p as u32, edge_bytes(&self.placed[start..end]))?;
             }
         }
         Ok(())
@@ -2438,126 +2442,6 @@ fn build_dictionary(input: &Input) -> Result<Vec<i64>> {
     }
     merge(&mut ids, &mut pending);
     Ok(ids)
-}
-
-/// Spill files, one per hash partition; records are bytes to it (callers encode them).
-struct Spill {
-    dir: tempfile::TempDir,
-    writers: Vec<std::sync::Mutex<BufWriter<File>>>,
-}
-
-impl Spill {
-    /// Write buffers share a slice of the budget: many partitions get small buffers.
-    fn create(base: Option<&std::path::Path>, partitions: u32, budget: u64) -> Result<Spill> {
-        let io = |e: std::io::Error| Error::Io {
-            op: "create spill",
-            path: base.map_or("temp".into(), |p| p.display().to_string()),
-            source: e,
-        };
-        let dir = match base {
-            // A scratch folder named on the command line may not exist yet on a fresh node.
-            Some(b) => std::fs::create_dir_all(b).and_then(|_| {
-                tempfile::Builder::new()
-                    .prefix("weibo-friends-")
-                    .tempdir_in(b)
-            }),
-            None => tempfile::Builder::new().prefix("weibo-friends-").tempdir(),
-        }
-        .map_err(io)?;
-        let buffer = (budget / 4 / partitions as u64).clamp(4 << 10, 256 << 10) as usize;
-        let writers = (0..partitions)
-            .map(|p| {
-                File::create(dir.path().join(format!("p{p:05}.bin")))
-                    .map(|f| std::sync::Mutex::new(BufWriter::with_capacity(buffer, f)))
-                    .map_err(io)
-            })
-            .collect::<Result<_>>()?;
-        Ok(Spill { dir, writers })
-    }
-
-    fn partition_of(&self, hash: u64) -> usize {
-        (hash % self.writers.len() as u64) as usize
-    }
-
-    fn write(&self, p: usize, bytes: &[u8]) -> Result<()> {
-        let mut w = self.writers[p].lock().unwrap_or_else(|e| e.into_inner());
-        w.write_all(bytes).map_err(|e| self.err(e))
-    }
-
-    fn finish(&self) -> Result<()> {
-        for w in &self.writers {
-            w.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .flush()
-                .map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
-
-    fn path(&self, p: u32) -> PathBuf {
-        self.dir.path().join(format!("p{p:05}.bin"))
-    }
-
-    /// Bytes spilled into partition `p` (after [`Spill::finish`]).
-    fn len(&self, p: u32) -> Result<u64> {
-        std::fs::metadata(self.path(p))
-            .map(|m| m.len())
-            .map_err(|e| self.err(e))
-    }
-
-    /// A partition read back in pieces of about 1 MB, each a whole number of `record`-byte
-    /// records, so it never sits in memory whole.
-    fn for_each_chunk(&self, p: u32, record: usize, f: &mut dyn FnMut(&[u8])) -> Result<()> {
-        let mut file = File::open(self.path(p)).map_err(|e| self.err(e))?;
-        let mut buf = vec![0u8; record * ((1 << 20) / record)];
-        loop {
-            let mut filled = 0;
-            while filled < buf.len() {
-                match file.read(&mut buf[filled..]).map_err(|e| self.err(e))? {
-                    0 => break,
-                    n => filled += n,
-                }
-            }
-            if filled % record != 0 {
-                return Err(self.err(std::io::Error::other(format!(
-                    "partition {p}: ends in a partial record"
-                ))));
-            }
-            f(&buf[..filled]);
-            if filled < buf.len() {
-                return Ok(());
-            }
-        }
-    }
-
-    /// A partition of packed edges, read straight into `edges` (which keeps its allocation
-    /// from one partition to the next).
-    fn read_edges(&self, p: u32, edges: &mut Vec<PackedEdge>) -> Result<()> {
-        let mut file = File::open(self.path(p)).map_err(|e| self.err(e))?;
-        let len = file.metadata().map_err(|e| self.err(e))?.len() as usize;
-        if len % PACKED_EDGE_BYTES != 0 {
-            return Err(self.err(std::io::Error::other(format!(
-                "partition {p}: {len} bytes, not whole edges"
-            ))));
-        }
-        edges.clear();
-        edges.resize(len / PACKED_EDGE_BYTES, PackedEdge::default());
-        file.read_exact(edge_bytes_mut(edges))
-            .map_err(|e| self.err(e))
-    }
-
-    /// Frees a partition's disk once it has been read.
-    fn remove(&self, p: u32) -> Result<()> {
-        std::fs::remove_file(self.path(p)).map_err(|e| self.err(e))
-    }
-
-    fn err(&self, e: std::io::Error) -> Error {
-        Error::Io {
-            op: "spill",
-            path: self.dir.path().display().to_string(),
-            source: e,
-        }
-    }
 }
 
 /// Schema of the friends output.

@@ -2,8 +2,8 @@
 //!
 //! [`Connection`] wraps one Thrift1 socket (buffered binary protocol, the server's default
 //! `threadpool` type) with the calls the jobs use: batched puts with an explicit timestamp,
-//! row gets, prefix scans and region listings. [`Pool`] hands connections to concurrent
-//! readers (queries, verification); the bulk loader gives each writer a connection of its own.
+//! row gets, prefix scans and region listings. Each writer of the bulk loader, and each
+//! reader (queries, verification), holds a connection of its own.
 //! [`admin::Admin`] speaks Thrift2 for namespaces and pre-split table creation.
 //!
 //! Invariants:
@@ -206,7 +206,6 @@ pub struct Region {
 pub struct Connection {
     addr: String,
     client: Client,
-    broken: bool,
 }
 
 impl Connection {
@@ -222,7 +221,6 @@ impl Connection {
         Ok(Connection {
             addr: addr.to_string(),
             client,
-            broken: false,
         })
     }
 
@@ -358,73 +356,6 @@ impl Connection {
             true
         })?;
         Ok(n)
-    }
-}
-
-/// Hands out Thrift1 connections to concurrent users; a connection whose call failed at the
-/// transport level is dropped, not returned to the pool.
-#[derive(Clone)]
-pub struct Pool {
-    addr: String,
-    inner: r2d2::Pool<Manager>,
-}
-
-struct Manager {
-    addr: String,
-    timeouts: Timeouts,
-}
-
-impl r2d2::ManageConnection for Manager {
-    type Connection = Connection;
-    type Error = Error;
-
-    fn connect(&self) -> Result<Connection> {
-        Connection::connect(&self.addr, self.timeouts)
-    }
-
-    fn is_valid(&self, _conn: &mut Connection) -> Result<()> {
-        // A call per checkout would double the latency of point queries; a connection whose
-        // call failed is marked broken instead (see `Pool::with`).
-        Ok(())
-    }
-
-    fn has_broken(&self, conn: &mut Connection) -> bool {
-        conn.broken
-    }
-}
-
-impl Pool {
-    /// Opens up to `size` connections; the first is opened now so an unreachable gateway is
-    /// reported here, naming its address (r2d2 alone would report a bare timeout).
-    pub fn new(addr: &str, size: u32, timeouts: Timeouts) -> Result<Pool> {
-        let first = Connection::connect(addr, timeouts)?;
-        let inner = r2d2::Pool::builder()
-            .max_size(size.max(1))
-            .min_idle(Some(0))
-            .connection_timeout(timeouts.connect + Duration::from_secs(5))
-            .error_handler(Box::new(r2d2::NopErrorHandler))
-            .build_unchecked(Manager {
-                addr: addr.to_string(),
-                timeouts,
-            });
-        drop(first);
-        Ok(Pool {
-            addr: addr.to_string(),
-            inner,
-        })
-    }
-
-    /// Runs `f` on a pooled connection.
-    pub fn with<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut conn = self.inner.get().map_err(|e| Error::HbaseUnreachable {
-            addr: self.addr.clone(),
-            reason: e.to_string(),
-        })?;
-        let result = f(&mut conn);
-        if matches!(result, Err(Error::HbaseUnreachable { .. })) {
-            conn.broken = true;
-        }
-        result
     }
 }
 

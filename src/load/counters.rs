@@ -146,22 +146,14 @@ fn opt(a: Option<&Int64Array>, i: usize) -> Option<i64> {
     a.filter(|a| !a.is_null(i)).map(|a| a.value(i))
 }
 
-fn mix(x: u64) -> u64 {
-    // splitmix64's finaliser: neighbouring ids land in different partitions.
-    let mut x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// The partition of a uid (and of the posts of that author).
 pub fn uid_partition(uid: i64, n: u32) -> u32 {
-    (mix(uid as u64) % n as u64) as u32
+    crate::hash::bucket(crate::hash::splitmix64(uid as u64), n as u64) as u32
 }
 
 /// The partition of a post whose author is unknown.
 fn orphan_post_partition(mid: i64, n: u32) -> u32 {
-    (mix(mid as u64 ^ 0x5bd1_e995) % n as u64) as u32
+    crate::hash::bucket(crate::hash::splitmix64(mid as u64 ^ 0x5bd1_e995), n as u64) as u32
 }
 
 /// The partition owning a post: its author's, or by its mid when the author is unknown.
@@ -173,12 +165,7 @@ pub fn post_partition(author: Option<i64>, mid: i64, n: u32) -> u32 {
 }
 
 fn name_partition(name: &str, n: u32) -> u32 {
-    // FNV-1a: a hash defined by its few lines, not by a crate version, so a resumed run built
-    // later cuts the names the same way.
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    (mix(h) % n as u64) as u32
+    crate::hash::bucket(crate::hash::text(name.as_bytes()), n as u64) as u32
 }
 
 /// Counts the runs of equal first elements of sorted, deduplicated pairs into `slot`.

@@ -44,9 +44,7 @@ pub fn read_uidlist(reader: Box<dyn BufRead + Send>) -> io::Result<Vec<Option<i6
 
 fn sampled(a: u64, b: u64, every: u64) -> bool {
     let (s, l) = if a < b { (a, b) } else { (b, a) };
-    let mut x = (s << 32 | l).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x ^= x >> 29;
-    x.wrapping_mul(0xbf58_476d_1ce4_e5b9) % every.max(1) == 0
+    crate::hash::bucket(crate::hash::pair(s, l), every) == 0
 }
 
 /// Reads `weibo_network.txt`, one follows record per arc. Returns warnings for the report.

@@ -125,12 +125,8 @@ pub fn pick(formats: &[OutFormat], seed: u64, stream: u64, index: u64) -> OutFor
         1 => formats[0],
         n => {
             // splitmix64: a well-mixed hash, so neighbouring records spread over the formats.
-            let mut x = seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index;
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            x ^= x >> 31;
-            formats[(x % n as u64) as usize]
+            let x = crate::hash::splitmix64(seed ^ stream.wrapping_mul(crate::hash::GOLDEN) ^ index);
+            formats[crate::hash::bucket(x, n as u64) as usize]
         }
     }
 }
@@ -494,7 +490,7 @@ impl Comment<'_> {
 }
 
 /// One AMiner arc as generated: user indices, and whether the reverse arc is in the same file.
-pub struct Arc {
+pub struct NetworkArc {
     pub follower: u64,
     pub followee: u64,
     pub reciprocal: bool,
@@ -503,7 +499,7 @@ pub struct Arc {
 /// Writes `weibo_network.txt` (0-based internal ids, a line for every id so the base reads
 /// right) and its `uidlist.txt` for the arcs of one part, which come grouped by follower.
 pub fn write_aminer(
-    arcs: &[Arc],
+    arcs: &[NetworkArc],
     uid: impl Fn(u64) -> i64,
     network: &mut dyn Write,
     uidlist: &mut dyn Write,
@@ -516,7 +512,7 @@ pub fn write_aminer(
         writeln!(uidlist, "{}", uid(u))?;
     }
     writeln!(network, "{} {}", users.len(), arcs.len())?;
-    let mut by_follower: BTreeMap<usize, Vec<&Arc>> = BTreeMap::new();
+    let mut by_follower: BTreeMap<usize, Vec<&NetworkArc>> = BTreeMap::new();
     for a in arcs {
         by_follower.entry(internal(a.follower)).or_default().push(a);
     }
@@ -693,17 +689,17 @@ mod tests {
     #[test]
     fn aminer_lists_every_internal_id_in_order() {
         let arcs = [
-            Arc {
+            NetworkArc {
                 follower: 9,
                 followee: 4,
                 reciprocal: true,
             },
-            Arc {
+            NetworkArc {
                 follower: 4,
                 followee: 9,
                 reciprocal: true,
             },
-            Arc {
+            NetworkArc {
                 follower: 9,
                 followee: 2,
                 reciprocal: false,

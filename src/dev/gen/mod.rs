@@ -26,7 +26,7 @@ use crate::hdfs::{FileSystems, Location};
 pub mod formats;
 pub mod nights;
 
-use formats::{shanghai_text, Arc, Comment, Follow, OutFormat, PartFiles, Post, User};
+use formats::{shanghai_text, Comment, NetworkArc, Follow, OutFormat, PartFiles, Post, User};
 
 /// Sizes and knobs of a data set.
 #[derive(Clone, Debug, Serialize)]
@@ -202,7 +202,7 @@ fn day_end_secs(date: &str) -> Result<i64> {
 
 fn rng_for(seed: u64, stream: u64, part: u64) -> Pcg64 {
     Pcg64::seed_from_u64(
-        seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        seed ^ stream.wrapping_mul(crate::hash::GOLDEN)
             ^ part.wrapping_mul(0xd1b5_4a32_d192_ed03),
     )
 }
@@ -453,7 +453,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
         out_ctx.write_parts("follows", edges.len() as u64, |part, range, files| {
             let mut rng = rng_for(spec.seed, 11, part);
             let mut t = EntityTruth::default();
-            let mut arcs: Vec<Arc> = Vec::new();
+            let mut arcs: Vec<NetworkArc> = Vec::new();
             for k in range {
                 let e = edges[k as usize];
                 let (a, b) = (e >> 32, e & 0xffff_ffff);
@@ -472,7 +472,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                     let reciprocal = edges.binary_search(&((b << 32) | a)).is_ok_and(|r| {
                         r as u64 / part_rows == part && follow_format(r as u64) == OutFormat::Aminer
                     });
-                    arcs.push(Arc {
+                    arcs.push(NetworkArc {
                         follower: a,
                         followee: b,
                         reciprocal,
@@ -488,7 +488,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                         follow.followee = follow.follower;
                         *t.rejected.entry("self_follow".into()).or_default() += 1;
                         if format == OutFormat::Aminer {
-                            arcs.push(Arc {
+                            arcs.push(NetworkArc {
                                 follower: a,
                                 followee: a,
                                 reciprocal: true,
@@ -498,7 +498,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                         follow.crawl = end - 3_600;
                         t.duplicates += 1;
                         if format == OutFormat::Aminer {
-                            let again = Arc {
+                            let again = NetworkArc {
                                 follower: a,
                                 followee: b,
                                 reciprocal: arcs.last().is_some_and(|x| x.reciprocal),

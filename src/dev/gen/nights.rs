@@ -102,7 +102,7 @@ pub fn counters_digest(users: &BTreeMap<i64, [u64; 6]>, posts: &BTreeMap<i64, [u
         let _ = writeln!(line, "p {mid} {} {}", c[0], c[1]);
         h.update(line.as_bytes());
     }
-    format!("{:x}", h.finalize())
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 struct World {
