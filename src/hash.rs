@@ -62,6 +62,9 @@ mod tests {
         for id in 0..8000u64 {
             counts[bucket(splitmix64(id), 8) as usize] += 1;
         }
-        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (800..1200).contains(&c)),
+            "{counts:?}"
+        );
     }
 }

@@ -20,20 +20,22 @@
 //! - [`error`]: the error type and the exit codes cron sees.
 
 pub mod clean;
+pub mod dataset;
 pub mod dev;
 pub mod error;
 pub mod graph;
-pub mod hbase;
 pub mod hash;
+pub mod hbase;
 pub mod hdfs;
 pub mod keys;
 pub mod load;
-pub mod partition;
+
 pub mod pipeline;
 pub mod progress;
 pub mod raw;
 pub mod report;
 pub mod spill;
+pub mod values;
 pub mod verify;
 
 pub use error::{Error, Result};

@@ -206,7 +206,10 @@ mod tests {
         let mut seen = Vec::new();
         parts
             .for_each_chunk(1, 4, &mut |b| {
-                seen.extend(b.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())))
+                seen.extend(
+                    b.chunks(4)
+                        .map(|c| u32::from_le_bytes(c.try_into().unwrap())),
+                )
             })
             .unwrap();
         assert_eq!(seen, (0..3000).filter(|i| i % 3 == 1).collect::<Vec<_>>());

@@ -11,11 +11,11 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use serde::Serialize;
 
+use crate::dataset::partition;
 use crate::error::Result;
 use crate::hbase::{Connection, Timeouts};
 use crate::hdfs::{FileSystems, Location};
 use crate::keys;
-use crate::partition;
 
 /// What was checked, what differed, and how fast the reads were.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -148,7 +148,10 @@ pub fn run(
             .map(|c| c.as_string::<i32>().clone());
         for i in 0..b.num_rows() {
             let t = text.as_ref().map(|a| a.value(i).to_string());
-            posts.offer(crate::hash::splitmix64(mid.value(i) as u64), (mid.value(i), at.value(i), t));
+            posts.offer(
+                crate::hash::splitmix64(mid.value(i) as u64),
+                (mid.value(i), at.value(i), t),
+            );
         }
     })?;
     let mut follows: Sample<(i64, i64)> = Sample::new(n);
@@ -163,7 +166,10 @@ pub fn run(
         };
         for i in 0..b.num_rows() {
             let key = (a.value(i), e.value(i));
-            follows.offer(crate::hash::splitmix64(key.0 as u64 ^ crate::hash::splitmix64(key.1 as u64)), key);
+            follows.offer(
+                crate::hash::splitmix64(key.0 as u64 ^ crate::hash::splitmix64(key.1 as u64)),
+                key,
+            );
         }
     })?;
 

@@ -11,9 +11,9 @@ use arrow::array::{ArrayRef, Int64Array, RecordBatch, TimestampMillisecondArray}
 use arrow::datatypes::{Field, Schema};
 use parquet::file::properties::WriterPropertiesBuilder;
 use proptest::prelude::*;
+use weibo_etl::dataset::partition::{typed_properties, write_parquet};
 use weibo_etl::graph::friends::{self, Friends, FriendsOptions, Slice};
 use weibo_etl::hdfs::{FileSystems, Location, LOCAL_NAMENODE};
-use weibo_etl::partition::{typed_properties, write_parquet};
 
 use crate::harness::{bin, run, stderr};
 use crate::test_clean::parquet_rows;
@@ -99,7 +99,7 @@ enum RowOrder {
 /// its rows in `order`.
 fn write_pair_parts(dir: &Path, prefix: &str, edges: &[Edge], parts: usize, order: RowOrder) {
     use parquet::file::metadata::KeyValue;
-    use weibo_etl::clean::job::{pair_partition_value, PAIR_PARTITION_KEY};
+    use weibo_etl::dataset::follows::{footer_value as pair_partition_value, PAIR_PARTITION_KEY};
     for p in 0..parts {
         let mut part: Vec<Edge> = edges
             .iter()
@@ -682,7 +682,7 @@ fn clean_follows_are_joined_part_by_part() {
             .key_value_metadata()
             .and_then(|kv| {
                 kv.iter()
-                    .find(|kv| kv.key == weibo_etl::clean::job::PAIR_PARTITION_KEY)
+                    .find(|kv| kv.key == weibo_etl::dataset::follows::PAIR_PARTITION_KEY)
             })
             .and_then(|kv| kv.value.clone());
         assert_eq!(said.as_deref(), Some(format!("{p}/5").as_str()));

@@ -33,11 +33,12 @@ use serde::Serialize;
 
 use super::columns::{self, SEQ_COLUMN};
 use super::{clean_record, Entity, RawRecord, Reject, Row};
+use crate::dataset::partition::{self, Staged};
+use crate::dataset::{follows, schema};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
-use crate::partition::{self, Staged};
-use crate::spill::SpillDir;
 use crate::raw::{self, FileSummary, Format, Item};
+use crate::spill::SpillDir;
 
 /// Rows cleaned and spilled together: enough that each spill partition gets batches of about
 /// a thousand rows (smaller chunks make small Arrow IPC batches; much larger ones make the
@@ -331,30 +332,18 @@ fn key_of(row: &Row) -> (i64, i64) {
 }
 
 /// The key a row is partitioned by: its natural key, except that a follow edge goes by its
-/// canonical pair `(min, max)`, so both directions of a pair land in the same part. The
-/// friends job relies on it (see [`PAIR_PARTITION_KEY`]): each part can then be joined on its
-/// own, in cache, with no shuffle of the whole edge list.
+/// canonical pair, so both directions of a pair land in the same part (the layout friends
+/// joins on: [`follows`]).
 fn partition_key(row: &Row) -> (i64, i64) {
     match row {
-        Row::Follow(f) => (f.follower.min(f.followee), f.follower.max(f.followee)),
+        Row::Follow(f) => follows::canonical_pair(f.follower, f.followee),
         _ => key_of(row),
     }
 }
 
-/// Footer key of a follows part: `p/N`, part `p` of `N` by canonical pair (value of
-/// [`pair_partition_value`]). A reader that finds it on every file, with one `N`, may treat
-/// the files of each `p` as holding both directions of all their pairs. Rows are sorted by
-/// `(min id, max id, follower)`, so those two directions are neighbours (readers check it).
-pub const PAIR_PARTITION_KEY: &str = "weibo_etl.pair_partition";
-
-/// The [`PAIR_PARTITION_KEY`] value of part `p` of `partitions`.
-pub fn pair_partition_value(p: usize, partitions: usize) -> String {
-    format!("{p}/{partitions}")
-}
-
-/// Which spill partition a partition key belongs to.
+/// Which spill partition (and output part) a partition key belongs to.
 fn partition_of(key: (i64, i64), partitions: usize) -> usize {
-    crate::hash::bucket(crate::hash::pair(key.0 as u64, key.1 as u64), partitions as u64) as usize
+    follows::pair_part(key, partitions)
 }
 
 #[derive(Serialize)]
@@ -802,18 +791,18 @@ fn write_entity(
             let winners = dedupe(entity, &batches)?;
             let kept = winners.len() as u64;
             let part = dir.join(&format!("part-{p:05}.parquet"));
-            let mut props = columns::parquet_properties(entity, data_page_version);
+            let mut props = schema::parquet_properties(entity, data_page_version);
             if entity == Entity::Follows {
                 props = props
                     .into_builder()
                     .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
-                        PAIR_PARTITION_KEY.to_string(),
-                        pair_partition_value(p, spill.partitions),
+                        follows::PAIR_PARTITION_KEY.to_string(),
+                        follows::footer_value(p, spill.partitions),
                     )]))
                     .build();
             }
             let mut writer =
-                partition::ParquetWriter::create_staged(fs, &part, columns::schema(entity), props)?;
+                partition::ParquetWriter::create_staged(fs, &part, schema::schema(entity), props)?;
             let mut dangling = 0;
             let mut keys = Vec::new();
             for rows in winners.chunks(GATHER_ROWS) {
@@ -850,7 +839,7 @@ fn write_entity(
 /// the winners as (batch, row) positions sorted by key. Works across the spilled batches
 /// without concatenating them.
 fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>> {
-    let keys = columns::key_columns(entity);
+    let keys = schema::key_columns(entity);
     struct Cols {
         k0: arrow::array::Int64Array,
         k1: Option<arrow::array::Int64Array>,
@@ -891,7 +880,7 @@ fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>
     let order: Vec<(usize, usize)> = if entity == Entity::Follows {
         // Follows are laid out by canonical pair, `(min, max, follower)`: the two directions
         // of a pair become neighbouring rows, and friends finds the mutual ones in one pass
-        // over a part, without sorting (see `PAIR_PARTITION_KEY`). Crawlers list follows by
+        // over a part, without sorting (see [`follows`]). Crawlers list follows by
         // follower, so this order is far from the input's: the sort keys are gathered first
         // and sorted in place, faster than comparing through the batches
         // (docs/design/clean.md).
@@ -901,7 +890,7 @@ fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>
                 let (a, e) = key((b, i));
                 let c = &cols[b];
                 (
-                    (a.min(e), a.max(e), a),
+                    follows::sort_key(a, e),
                     Reverse(c.crawl.value(i)),
                     Reverse(c.seq.value(i)),
                     (b as u32, i as u32),
@@ -938,7 +927,7 @@ fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>
 /// The output rows at `rows` (positions into the spilled batches), in the output schema (the
 /// spill's sequence column left behind).
 fn gather(entity: Entity, batches: &[RecordBatch], rows: &[(usize, usize)]) -> Result<RecordBatch> {
-    let schema = columns::schema(entity);
+    let schema = schema::schema(entity);
     let columns = (0..schema.fields().len())
         .map(|c| {
             let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();

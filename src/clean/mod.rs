@@ -13,272 +13,15 @@
 
 pub mod columns;
 pub mod job;
-pub mod values;
 
 use std::borrow::Cow;
 
-use serde::Serialize;
-
-use values::{
+pub use crate::dataset::{Entity, Reject};
+pub use crate::raw::RawRecord;
+use crate::values::{
     clean_content, clean_text, is_missing, parse_bool, parse_count, parse_crawl_time, parse_gender,
     parse_id, parse_mid_or_bid, parse_optional_id, parse_time, split_list, trim_value,
 };
-
-/// The cleaned entities, each a Parquet table of its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Entity {
-    Users,
-    Posts,
-    Follows,
-    Comments,
-    Reposts,
-}
-
-impl Entity {
-    pub const ALL: [Entity; 5] = [
-        Entity::Users,
-        Entity::Posts,
-        Entity::Follows,
-        Entity::Comments,
-        Entity::Reposts,
-    ];
-
-    /// Position in [`Entity::ALL`], for per-entity arrays.
-    pub fn index(self) -> usize {
-        match self {
-            Entity::Users => 0,
-            Entity::Posts => 1,
-            Entity::Follows => 2,
-            Entity::Comments => 3,
-            Entity::Reposts => 4,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Entity::Users => "users",
-            Entity::Posts => "posts",
-            Entity::Follows => "follows",
-            Entity::Comments => "comments",
-            Entity::Reposts => "reposts",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Entity> {
-        Entity::ALL.into_iter().find(|e| e.name() == name)
-    }
-
-    /// The canonical raw fields (§1), in order. Readers fill a record in this order.
-    pub const fn fields(self) -> &'static [&'static str] {
-        match self {
-            Entity::Users => &[
-                "uid",
-                "screen_name",
-                "gender",
-                "province",
-                "city",
-                "location",
-                "description",
-                "verified",
-                "verified_type",
-                "followers_count",
-                "follow_count",
-                "statuses_count",
-                "created_at",
-                "crawl_time",
-            ],
-            Entity::Posts => &[
-                "mid",
-                "bid",
-                "uid",
-                "created_at",
-                "text",
-                "source",
-                "reposts_count",
-                "comments_count",
-                "attitudes_count",
-                "topics",
-                "at_users",
-                "pics",
-                "retweet_mid",
-                "crawl_time",
-            ],
-            Entity::Follows => &["follower", "followee", "followed_at", "crawl_time"],
-            Entity::Comments => &[
-                "cid",
-                "mid",
-                "uid",
-                "created_at",
-                "text",
-                "like_count",
-                "reply_to_cid",
-                "crawl_time",
-            ],
-            Entity::Reposts => &[
-                "mid",
-                "uid",
-                "retweet_mid",
-                "created_at",
-                "text",
-                "crawl_time",
-            ],
-        }
-    }
-
-    /// Position of a canonical field.
-    pub const fn field_index(self, name: &str) -> Option<usize> {
-        let fields = self.fields();
-        let mut i = 0;
-        while i < fields.len() {
-            if same_bytes(fields[i].as_bytes(), name.as_bytes()) {
-                return Some(i);
-            }
-            i += 1;
-        }
-        None
-    }
-
-    /// [`Entity::field_index`] of a field the entity has, for the cleaning code to look up at
-    /// compile time (`const { Entity::Users.position("uid") }`: no string comparisons per
-    /// record, and a misspelt name does not compile).
-    pub const fn position(self, name: &str) -> usize {
-        match self.field_index(name) {
-            Some(i) => i,
-            None => panic!("not a canonical field of this entity"),
-        }
-    }
-}
-
-/// `a == b`, usable in a `const fn`.
-const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// Why a record was refused. The snake_case name is the reason code in rejects and reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reject {
-    /// A required field is empty or absent.
-    MissingField,
-    /// An id is not a positive 64-bit integer (or a bid that decodes to one).
-    BadId,
-    /// An id lost digits to scientific notation (`4.38E+15`).
-    LossyId,
-    /// A time matches none of the known shapes.
-    BadTime,
-    /// A time before Weibo's launch (2009-08-14).
-    TimeBeforeLaunch,
-    /// A time later than the crawl that saw it.
-    TimeInFuture,
-    /// A count that is neither a number nor a `万`/`亿`/`+` form.
-    BadCount,
-    /// A user following themself.
-    SelfFollow,
-    /// A row the CSV reader could not split, or with the wrong number of fields.
-    MalformedRow,
-    /// A line that is not a JSON object.
-    BadJson,
-    /// Bytes that are not text in any supported encoding.
-    InvalidEncoding,
-    /// A record of a kind the reader recognises but that holds no entity we keep.
-    UnknownRecord,
-    /// A file whose format could not be recognised; each of its lines is rejected.
-    UnknownFormat,
-    /// An internal id with no real uid (AMiner graph: outside `uidlist.txt`, or no list).
-    UnmappedId,
-}
-
-impl Reject {
-    pub fn code(self) -> &'static str {
-        match self {
-            Reject::MissingField => "missing_field",
-            Reject::BadId => "bad_id",
-            Reject::LossyId => "lossy_id",
-            Reject::BadTime => "bad_time",
-            Reject::TimeBeforeLaunch => "time_before_launch",
-            Reject::TimeInFuture => "time_in_future",
-            Reject::BadCount => "bad_count",
-            Reject::SelfFollow => "self_follow",
-            Reject::MalformedRow => "malformed_row",
-            Reject::UnmappedId => "unmapped_id",
-            Reject::BadJson => "bad_json",
-            Reject::InvalidEncoding => "invalid_encoding",
-            Reject::UnknownRecord => "unknown_record",
-            Reject::UnknownFormat => "unknown_format",
-        }
-    }
-}
-
-/// A record as a reader hands it over: canonical fields of one entity, by position. The
-/// values share one buffer (one allocation per record, not one per field: cleaning a 1 KB
-/// record should not cost fourteen mallocs).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RawRecord {
-    buf: String,
-    /// `(start, end)` of each canonical field in `buf`; `None` when the input lacks it. Kept
-    /// inline (no second allocation per record); only the entity's first `fields` are used.
-    spans: [Option<(u32, u32)>; MAX_FIELDS],
-    fields: u8,
-}
-
-/// The most canonical fields an entity has.
-const MAX_FIELDS: usize = 14;
-
-impl RawRecord {
-    pub fn new(entity: Entity) -> Self {
-        RawRecord::with_capacity(entity, 0)
-    }
-
-    /// A record whose fields will take about `bytes` bytes: one allocation instead of a
-    /// series of regrowths (and copies) as a kilobyte-long row is filled in.
-    pub fn with_capacity(entity: Entity, bytes: usize) -> Self {
-        RawRecord {
-            buf: String::with_capacity(bytes),
-            spans: [None; MAX_FIELDS],
-            fields: entity.fields().len() as u8,
-        }
-    }
-
-    /// Sets canonical field `index` (ignored when out of range).
-    pub fn set_index(&mut self, index: usize, value: &str) {
-        if index < usize::from(self.fields) {
-            let start = self.buf.len() as u32;
-            self.buf.push_str(value);
-            self.spans[index] = Some((start, self.buf.len() as u32));
-        }
-    }
-
-    /// Sets a canonical field by name (ignored when the entity has no such field).
-    pub fn set(&mut self, entity: Entity, name: &str, value: impl AsRef<str>) {
-        if let Some(i) = entity.field_index(name) {
-            self.set_index(i, value.as_ref());
-        }
-    }
-
-    /// Field `i`, or `None` when the input did not have it.
-    pub fn field(&self, i: usize) -> Option<&str> {
-        self.spans
-            .get(i)
-            .copied()
-            .flatten()
-            .map(|(a, b)| &self.buf[a as usize..b as usize])
-    }
-
-    fn get(&self, i: usize) -> &str {
-        self.field(i).unwrap_or("")
-    }
-}
 
 /// A cleaned user.
 #[derive(Clone, Debug, PartialEq)]
@@ -561,7 +304,7 @@ mod tests {
     #[test]
     fn every_entity_fits_a_raw_record() {
         for e in Entity::ALL {
-            assert!(e.fields().len() <= MAX_FIELDS, "{e:?}");
+            assert!(e.fields().len() <= crate::raw::mapping::MAX_FIELDS, "{e:?}");
             let mut r = RawRecord::new(e);
             let last = e.fields().len() - 1;
             r.set_index(last, "v");
@@ -615,7 +358,7 @@ mod tests {
 
     #[test]
     fn posts_take_a_bid_when_the_mid_is_missing_and_flag_deleted_text() {
-        let bid = values::mid_to_bid(4_973_000_000_000_001);
+        let bid = crate::values::mid_to_bid(4_973_000_000_000_001);
         let r = raw(
             Entity::Posts,
             &[

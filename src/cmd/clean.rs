@@ -3,9 +3,9 @@
 use anyhow::{Context as _, Result};
 use chrono::{Duration, NaiveDate};
 use weibo_etl::clean::job::{self, CleanError, CleanOptions, CleanReport};
-use weibo_etl::clean::values::parse_crawl_time;
 use weibo_etl::raw::Format;
 use weibo_etl::report::Report;
+use weibo_etl::values::parse_crawl_time;
 use weibo_etl::Error;
 
 use super::Context;

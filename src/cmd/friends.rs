@@ -252,7 +252,7 @@ fn output_parts(
     let mut parts = std::collections::BTreeMap::new();
     for table in ["friends", "friend_counts"] {
         let dir = output.join(table).join(&format!("dt={date}"));
-        for f in weibo_etl::partition::committed_parts(fs, &dir)? {
+        for f in weibo_etl::dataset::partition::committed_parts(fs, &dir)? {
             let name = f.location.file_name().unwrap_or_default();
             parts.insert(format!("{table}/{name}"), f.len);
         }
@@ -296,16 +296,18 @@ impl Base {
         }
         let dt = format!("dt={date}");
         let pair_parts =
-            weibo_etl::partition::committed_parts(fs, &output.join("friends").join(&dt))?;
-        let count_parts =
-            weibo_etl::partition::committed_parts(fs, &output.join("friend_counts").join(&dt))?;
+            weibo_etl::dataset::partition::committed_parts(fs, &output.join("friends").join(&dt))?;
+        let count_parts = weibo_etl::dataset::partition::committed_parts(
+            fs,
+            &output.join("friend_counts").join(&dt),
+        )?;
         if pair_parts.is_empty() || count_parts.is_empty() {
             log::warn!("{marker} names {date}, whose friends output is gone: writing everything");
             return Ok(None);
         }
         let mut pairs = rustc_hash::FxHashMap::default();
         for f in &pair_parts {
-            weibo_etl::partition::read_parquet(fs, f, &mut |b| {
+            weibo_etl::dataset::partition::read_parquet(fs, f, &mut |b| {
                 let (a, bb, since) = friends::pair_columns(b);
                 for i in 0..b.num_rows() {
                     let t = if since.is_valid(i) {
@@ -320,7 +322,7 @@ impl Base {
         }
         let mut counts = rustc_hash::FxHashMap::default();
         for f in &count_parts {
-            weibo_etl::partition::read_parquet(fs, f, &mut |b| {
+            weibo_etl::dataset::partition::read_parquet(fs, f, &mut |b| {
                 let (uid, n) = friends::count_columns(b);
                 counts.extend(uid.values().iter().copied().zip(n.values().iter().copied()));
                 Ok(())

@@ -377,7 +377,7 @@ fn launch(
 /// The newest night after `date` whose `stage` is committed in this namespace, if any.
 fn newest_committed(ctx: &Context, job: &Job, stage: &Stage, date: &str) -> Result<Option<String>> {
     let runs = ctx.fs.parse(&job.runs_dir())?;
-    let nights = weibo_etl::partition::dated_folders(&ctx.fs, &runs)?;
+    let nights = weibo_etl::dataset::partition::dated_folders(&ctx.fs, &runs)?;
     for (night, dir) in nights.into_iter().rev().filter(|(d, _)| d.as_str() > date) {
         let report_at = dir.join(&format!("{}.json", stage.name));
         if committed_report(ctx, job, stage, &night, &report_at)?.is_some() {

@@ -44,9 +44,10 @@ use arrow::datatypes::{
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::dataset::follows;
+use crate::dataset::partition::{BackgroundParquetWriter, OpenedParquet};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
-use crate::partition::{BackgroundParquetWriter, OpenedParquet};
 use crate::spill::Partitions;
 
 /// No follow time known.
@@ -214,8 +215,8 @@ struct FileMeta {
     row_groups: Vec<usize>,
     id_range: Option<(i64, i64)>,
     /// `(p, N)`: the file is part `p` of `N` by canonical pair, as clean writes follows
-    /// (see [`crate::clean::job::PAIR_PARTITION_KEY`]).
-    pair_partition: Option<(u64, u64)>,
+    /// (see [`follows`]).
+    pair_partition: Option<(u32, u32)>,
 }
 
 /// One row group of one input file: a unit of decoding.
@@ -260,13 +261,8 @@ impl Input {
         let pair_partition = meta
             .file_metadata()
             .key_value_metadata()
-            .and_then(|kv| {
-                kv.iter()
-                    .find(|kv| kv.key == crate::clean::job::PAIR_PARTITION_KEY)
-            })
-            .and_then(|kv| kv.value.as_deref()?.split_once('/'))
-            .and_then(|(p, n)| Some((p.parse().ok()?, n.parse().ok()?)))
-            .filter(|(p, n)| p < n);
+            .and_then(|kv| kv.iter().find(|kv| kv.key == follows::PAIR_PARTITION_KEY))
+            .and_then(|kv| follows::parse_footer_value(kv.value.as_deref()?));
         FileMeta {
             rows: meta.file_metadata().num_rows().max(0) as usize,
             row_groups: file.row_group_rows(),
@@ -534,9 +530,9 @@ impl RunFiles {
         schema: &SchemaRef,
         props: &parquet::file::properties::WriterProperties,
         written: &std::sync::atomic::AtomicUsize,
-    ) -> Result<crate::partition::ParquetWriter> {
+    ) -> Result<crate::dataset::partition::ParquetWriter> {
         let location = dir.join(&format!("part-{part:05}.parquet"));
-        let writer = crate::partition::ParquetWriter::create_staged(
+        let writer = crate::dataset::partition::ParquetWriter::create_staged(
             &self.fs,
             &location,
             schema.clone(),
@@ -2520,7 +2516,7 @@ fn batch_error(e: arrow::error::ArrowError) -> Error {
 /// partitions appear at once, and dropping the writer without committing leaves nothing.
 pub struct FriendsWriter {
     fs: FileSystems,
-    staged: Vec<crate::partition::Staged>,
+    staged: Vec<crate::dataset::partition::Staged>,
     /// The friends files open, with the run each holds, oldest first (see [`PAIR_FILES`]).
     pairs: Vec<(usize, BackgroundParquetWriter)>,
     pairs_props: parquet::file::properties::WriterProperties,
@@ -2548,7 +2544,7 @@ impl FriendsWriter {
         slice: Slice,
         data_page_version: u8,
     ) -> Result<FriendsWriter> {
-        use crate::partition::{self, writer_properties, Staged};
+        use crate::dataset::partition::{self, writer_properties, Staged};
         use parquet::basic::{Compression, Encoding};
         use parquet::file::properties::EnabledStatistics;
         use parquet::schema::types::ColumnPath;
@@ -2613,7 +2609,7 @@ impl FriendsWriter {
     /// The counts file written batch by batch, opened on the first batch.
     fn counts_writer(&mut self) -> Result<&mut BackgroundParquetWriter> {
         if self.counts.is_none() {
-            let writer = crate::partition::ParquetWriter::create_staged(
+            let writer = crate::dataset::partition::ParquetWriter::create_staged(
                 &self.fs,
                 &self.staged[1].tmp.join("part-00000.parquet"),
                 counts_schema(),
@@ -2636,7 +2632,7 @@ impl FriendsWriter {
                 self.pair_files += 1;
                 let location = self.staged[0].tmp.join(&format!("part-{part:05}.parquet"));
                 let props = self.pairs_props.clone();
-                let writer = crate::partition::ParquetWriter::create_staged(
+                let writer = crate::dataset::partition::ParquetWriter::create_staged(
                     &self.fs,
                     &location,
                     friends_schema(),
@@ -2670,7 +2666,7 @@ impl FriendsWriter {
             if let Some(w) = counts {
                 w.finish()?;
             }
-            crate::partition::commit(&self.fs, &self.staged)
+            crate::dataset::partition::commit(&self.fs, &self.staged)
         })();
         let target = self.staged[0].target.clone();
         match finished {
@@ -2688,7 +2684,7 @@ impl Drop for FriendsWriter {
         // Not committed: the staged folders go (they are hidden in any case).
         self.pairs.clear();
         drop(self.counts.take());
-        crate::partition::abandon(&self.fs, &self.staged);
+        crate::dataset::partition::abandon(&self.fs, &self.staged);
     }
 }
 
@@ -2722,8 +2718,13 @@ pub fn write_output(
     slice: Slice,
     result: &Friends,
 ) -> Result<Location> {
-    let mut writer =
-        FriendsWriter::create(fs, output, date, slice, crate::partition::DATA_PAGE_VERSION)?;
+    let mut writer = FriendsWriter::create(
+        fs,
+        output,
+        date,
+        slice,
+        crate::dataset::partition::DATA_PAGE_VERSION,
+    )?;
     for (n, start) in (0..result.uid_a.len()).step_by(SINK_BATCH).enumerate() {
         let end = (start + SINK_BATCH).min(result.uid_a.len());
         let columns: Vec<ArrayRef> = vec![

@@ -26,9 +26,9 @@ use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecond
 use arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use rustc_hash::FxHashMap;
 
+use crate::dataset::partition;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
-use crate::partition;
 
 /// Bytes one key costs in a pass's maps (hash map entry, its value, the table's slack).
 const BYTES_PER_KEY: u64 = 96;

@@ -31,12 +31,12 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use serde::Serialize;
 
+use crate::dataset::partition;
 use crate::error::{Error, Result};
 use crate::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
 use crate::hbase::{Connection, Put, Timeouts};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 use crate::keys::{self, Relation};
-use crate::partition;
 
 pub mod counters;
 pub mod state;

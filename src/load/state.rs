@@ -27,9 +27,9 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
 use super::counters::{self, PartitionCounters, PostCounts, UserCounts};
+use crate::dataset::partition::{self, Staged};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
-use crate::partition::{self, Staged};
 
 /// Snapshots kept: the newest, and the one before it in case the newest is being replaced.
 const KEEP: usize = 2;

@@ -20,7 +20,7 @@ use crate::hdfs::{FileSystems, Location};
 /// `friends` reads for that date.
 pub fn follows_upto(fs: &FileSystems, clean: &Location, date: &str) -> Result<Vec<Location>> {
     let mut nights = Vec::new();
-    for (night, dir) in crate::partition::dated_folders(fs, &clean.join("follows"))? {
+    for (night, dir) in crate::dataset::partition::dated_folders(fs, &clean.join("follows"))? {
         if night.as_str() <= date && fs.exists(&dir.join("_SUCCESS"))? {
             nights.push(dir);
         }

@@ -22,8 +22,9 @@
 
 use std::io::{self, BufRead};
 
+use super::mapping::RawRecord;
 use super::{excerpt, Item};
-use crate::clean::{Entity, RawRecord, Reject};
+use crate::dataset::{Entity, Reject};
 
 /// Share of pairs whose flags are checked in a large file: 1 in `SAMPLE` (small files: all).
 pub const SAMPLE: u64 = 64;

@@ -16,9 +16,10 @@ use std::io::{self, BufRead};
 use csv::ByteRecord;
 use serde_json::Value;
 
+use super::mapping::RawRecord;
 use super::mapping::{value_text, Mapped};
 use super::{entity_from_fields, entity_from_path, excerpt, Item};
-use crate::clean::{RawRecord, Reject};
+use crate::dataset::Reject;
 
 fn record_excerpt(record: &ByteRecord) -> String {
     let joined: Vec<String> = record
@@ -342,7 +343,7 @@ fn read_json_array(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clean::Entity;
+    use crate::dataset::Entity;
 
     fn items_csv(text: &str, path: &str) -> Vec<Item> {
         let mut out = Vec::new();
@@ -529,7 +530,7 @@ mod robustness {
 
     use super::*;
     use crate::clean::clean_record;
-    use crate::clean::Entity;
+    use crate::dataset::Entity;
     use proptest::prelude::*;
 
     fn run_jsonl(bytes: &[u8]) -> Vec<Item> {

@@ -17,9 +17,10 @@
 
 use serde_json::{Map, Value};
 
+use super::mapping::RawRecord;
 use super::mapping::{value_text, CsvTimes, Mapped};
-use crate::clean::values::parse_crawl_time;
-use crate::clean::{Entity, RawRecord};
+use crate::dataset::Entity;
+use crate::values::parse_crawl_time;
 
 /// MediaCrawler field → canonical field, per entity (`created_at` is handled apart).
 const NOTE: &[(&str, &str)] = &[

@@ -23,7 +23,9 @@ use std::io::{self, BufRead, BufReader, Read};
 
 use serde::Serialize;
 
-use crate::clean::{Entity, RawRecord, Reject};
+pub use mapping::RawRecord;
+
+use crate::dataset::{Entity, Reject};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
 

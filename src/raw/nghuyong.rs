@@ -32,7 +32,8 @@
 use serde_json::{Map, Value};
 
 use super::mapping::value_text;
-use crate::clean::{Entity, RawRecord};
+use super::mapping::RawRecord;
+use crate::dataset::Entity;
 
 fn id_of(v: Option<&Value>) -> Option<String> {
     match v? {

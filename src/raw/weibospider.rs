@@ -11,7 +11,7 @@
 //! counted as a duplicate), and the rows carry no user id: the file is `<uid>.csv`.
 
 use super::mapping::Mapped;
-use crate::clean::Entity;
+use crate::dataset::Entity;
 
 /// Column → canonical post field.
 const COLUMNS: &[(&str, &str)] = &[

@@ -125,7 +125,8 @@ pub fn pick(formats: &[OutFormat], seed: u64, stream: u64, index: u64) -> OutFor
         1 => formats[0],
         n => {
             // splitmix64: a well-mixed hash, so neighbouring records spread over the formats.
-            let x = crate::hash::splitmix64(seed ^ stream.wrapping_mul(crate::hash::GOLDEN) ^ index);
+            let x =
+                crate::hash::splitmix64(seed ^ stream.wrapping_mul(crate::hash::GOLDEN) ^ index);
             formats[crate::hash::bucket(x, n as u64) as usize]
         }
     }

@@ -19,14 +19,14 @@ use rand_pcg::Pcg64;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::clean::values::mid_to_bid;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
+use crate::values::mid_to_bid;
 
 pub mod formats;
 pub mod nights;
 
-use formats::{shanghai_text, Comment, NetworkArc, Follow, OutFormat, PartFiles, Post, User};
+use formats::{shanghai_text, Comment, Follow, NetworkArc, OutFormat, PartFiles, Post, User};
 
 /// Sizes and knobs of a data set.
 #[derive(Clone, Debug, Serialize)]
@@ -202,8 +202,7 @@ fn day_end_secs(date: &str) -> Result<i64> {
 
 fn rng_for(seed: u64, stream: u64, part: u64) -> Pcg64 {
     Pcg64::seed_from_u64(
-        seed ^ stream.wrapping_mul(crate::hash::GOLDEN)
-            ^ part.wrapping_mul(0xd1b5_4a32_d192_ed03),
+        seed ^ stream.wrapping_mul(crate::hash::GOLDEN) ^ part.wrapping_mul(0xd1b5_4a32_d192_ed03),
     )
 }
 

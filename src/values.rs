@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 use unicode_normalization::UnicodeNormalization;
 
-use super::Reject;
+use crate::dataset::Reject;
 
 /// Weibo went public on 2009-08-14 (Asia/Shanghai): earlier times are impossible.
 pub fn weibo_launch_ms() -> i64 {

@@ -1,0 +1,21 @@
+//! The contract between the stages: what `clean` writes and every later job reads.
+//!
+//! - [`Entity`] and [`Reject`]: the cleaned tables, their canonical raw fields, and the
+//!   reason codes of rejected records;
+//! - [`schema`]: each table's columns, natural key and Parquet encoding;
+//! - [`follows`]: the pair-partitioned layout of the follows table that `friends` joins on;
+//! - [`partition`]: `<table>/dt=<date>/` partitions, written staged and committed with
+//!   `_SUCCESS` (the commit protocol), and the Parquet readers and writers over them.
+//!
+//! Invariants: the stages (`raw`/`clean`, `load`, `graph`, `verify`) depend on this module,
+//! not on one another; it depends on nothing of theirs. A change here is a change of the
+//! on-disk layout (docs/formats.md).
+
+mod entity;
+pub mod follows;
+pub mod partition;
+mod reject;
+pub mod schema;
+
+pub use entity::Entity;
+pub use reject::Reject;
