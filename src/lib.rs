@@ -27,7 +27,6 @@ pub mod graph;
 pub mod hash;
 pub mod hbase;
 pub mod hdfs;
-pub mod keys;
 pub mod load;
 
 pub mod pipeline;

@@ -15,7 +15,7 @@ use crate::dataset::partition;
 use crate::error::Result;
 use crate::hbase::{Connection, Timeouts};
 use crate::hdfs::{FileSystems, Location};
-use crate::keys;
+use crate::load::layout::{cell, keys, Table};
 
 /// What was checked, what differed, and how fast the reads were.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -182,31 +182,31 @@ pub fn run(
             report.examples.push(what);
         }
     };
-    let table = |t: &str| format!("{namespace}:{t}");
+    let table = |t: Table| t.in_namespace(namespace);
 
     for (uid, name, followers) in users.into_sorted() {
         report.users_checked += 1;
         let t = Instant::now();
-        let row = conn.get(&table("user"), &keys::user_key(uid))?;
+        let row = conn.get(&table(Table::User), &keys::user_key(uid))?;
         gets.push(t.elapsed().as_secs_f64() * 1e3);
         let Some(row) = row else {
             mismatch(&mut report, format!("user {uid}: missing"));
             continue;
         };
         if let Some(name) = name {
-            if row.get("info:screen_name") != Some(name.as_bytes()) {
+            if row.get(cell::SCREEN_NAME) != Some(name.as_bytes()) {
                 mismatch(&mut report, format!("user {uid}: screen_name differs"));
             }
         }
         if let Some(f) = followers {
-            if row.get("count:reported_followers") != Some(&f.to_be_bytes()[..]) {
+            if row.get(cell::REPORTED_FOLLOWERS) != Some(&f.to_be_bytes()[..]) {
                 mismatch(
                     &mut report,
                     format!("user {uid}: reported_followers differs"),
                 );
             }
         }
-        if row.get("count:followers").map(<[u8]>::len) != Some(8) {
+        if row.get(cell::FOLLOWERS).map(<[u8]>::len) != Some(8) {
             mismatch(
                 &mut report,
                 format!("user {uid}: no 8-byte count:followers"),
@@ -216,14 +216,14 @@ pub fn run(
     for (mid, at, text) in posts.into_sorted() {
         report.posts_checked += 1;
         let t = Instant::now();
-        let index = conn.get(&table("post_by_mid"), &keys::post_by_mid_key(mid))?;
+        let index = conn.get(&table(Table::PostByMid), &keys::post_by_mid_key(mid))?;
         gets.push(t.elapsed().as_secs_f64() * 1e3);
-        let Some(post_key) = index.as_ref().and_then(|r| r.get("r:post")) else {
+        let Some(post_key) = index.as_ref().and_then(|r| r.get(cell::POST)) else {
             mismatch(&mut report, format!("post {mid}: missing from post_by_mid"));
             continue;
         };
         let t = Instant::now();
-        let row = conn.get(&table("post"), post_key)?;
+        let row = conn.get(&table(Table::Post), post_key)?;
         gets.push(t.elapsed().as_secs_f64() * 1e3);
         match row {
             None => mismatch(
@@ -231,11 +231,11 @@ pub fn run(
                 format!("post {mid}: index points at a missing row"),
             ),
             Some(row) => {
-                if row.get("info:created_at") != Some(&at.to_be_bytes()[..]) {
+                if row.get(cell::CREATED_AT) != Some(&at.to_be_bytes()[..]) {
                     mismatch(&mut report, format!("post {mid}: created_at differs"));
                 }
                 if let Some(text) = text {
-                    if row.get("info:text") != Some(text.as_bytes()) {
+                    if row.get(cell::TEXT) != Some(text.as_bytes()) {
                         mismatch(&mut report, format!("post {mid}: text differs"));
                     }
                 }
@@ -245,7 +245,8 @@ pub fn run(
     for (follower, followee) in follows.into_sorted() {
         report.follows_checked += 1;
         let t = Instant::now();
-        let followees = conn.scan_prefix(&table("follow"), &keys::user_key(follower), 10_000)?;
+        let followees =
+            conn.scan_prefix(&table(Table::Follow), &keys::user_key(follower), 10_000)?;
         scans.push(t.elapsed().as_secs_f64() * 1e3);
         if !followees
             .iter()
@@ -257,7 +258,7 @@ pub fn run(
             );
         }
         let t = Instant::now();
-        let fan = conn.get(&table("fans"), &keys::fans_key(followee, follower))?;
+        let fan = conn.get(&table(Table::Fans), &keys::fans_key(followee, follower))?;
         gets.push(t.elapsed().as_secs_f64() * 1e3);
         if fan.is_none() {
             mismatch(&mut report, format!("fans {followee}<-{follower}: missing"));

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use weibo_etl::dev::cluster::{self, ClusterPaths, UpOptions};
 use weibo_etl::hbase::Connection;
-use weibo_etl::keys;
+use weibo_etl::load::layout::{cell, keys, Table};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -181,7 +181,7 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
     let ns = &ctx.global.namespace;
     for uid in [1669879400i64, 1195230310] {
         let t = std::time::Instant::now();
-        let row = conn.get(&format!("{ns}:user"), &keys::user_key(uid))?;
+        let row = conn.get(&Table::User.in_namespace(ns), &keys::user_key(uid))?;
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let number = |col: &str| {
             row.as_ref()
@@ -191,15 +191,15 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         };
         let name = row
             .as_ref()
-            .and_then(|r| r.get("info:screen_name"))
+            .and_then(|r| r.get(cell::SCREEN_NAME))
             .map(|v| String::from_utf8_lossy(v).into_owned())
             .unwrap_or_default();
         println!(
             "      user {uid} {name}: followers {}, following {}, posts {}, friends {} ({ms:.1} ms)",
-            number("count:followers"),
-            number("count:following"),
-            number("count:posts"),
-            number("count:friends")
+            number(cell::FOLLOWERS),
+            number(cell::FOLLOWING),
+            number(cell::POSTS),
+            number(cell::FRIENDS)
         );
     }
     println!(

@@ -8,8 +8,7 @@ use weibo_etl::error::Result as WeiboResult;
 use weibo_etl::graph::friends::{
     self, FriendsOptions, FriendsSink, FriendsStats, FriendsWriter, Slice,
 };
-use weibo_etl::hbase::Put;
-use weibo_etl::keys;
+use weibo_etl::load::layout;
 use weibo_etl::load::{self, LoadOptions, PutSink, Table};
 use weibo_etl::report::Report;
 
@@ -364,40 +363,16 @@ struct HBaseSink<'a, 'b> {
 impl FriendsSink for HBaseSink<'_, '_> {
     fn pairs(&mut self, _run: usize, batch: &RecordBatch) -> WeiboResult<()> {
         let (uid_a, uid_b, since) = friends::pair_columns(batch);
-        let be = |v: i64| v.to_be_bytes().to_vec();
         for i in 0..uid_a.len() {
             let (a, b) = (uid_a.value(i), uid_b.value(i));
-            let t = if since.is_valid(i) {
-                since.value(i)
-            } else {
-                i64::MIN
-            };
+            let since = since.is_valid(i).then(|| since.value(i));
+            let t = since.unwrap_or(i64::MIN);
             if self.base.and_then(|base| base.pairs.get(&(a, b))) == Some(&t) {
                 self.unchanged_pairs += 1;
                 continue;
             }
-            let since = if since.is_valid(i) {
-                be(since.value(i))
-            } else {
-                Vec::new()
-            };
-            (self.put)(
-                Table::Friend,
-                Put::new(keys::friend_key(a, b)).cell("r:since", since.clone()),
-            )?;
-            (self.put)(
-                Table::Friend,
-                Put::new(keys::friend_key(b, a)).cell("r:since", since),
-            )?;
-            for (x, y) in [(a, b), (b, a)] {
-                (self.put)(
-                    Table::Follow,
-                    Put::new(keys::follow_key(x, y)).cell("r:mutual", "1"),
-                )?;
-                (self.put)(
-                    Table::Fans,
-                    Put::new(keys::fans_key(y, x)).cell("r:mutual", "1"),
-                )?;
+            for (table, put) in layout::friendship_puts(a, b, since) {
+                (self.put)(table, put)?;
             }
         }
         Ok(())
@@ -411,10 +386,8 @@ impl FriendsSink for HBaseSink<'_, '_> {
                     self.unchanged_counts += 1;
                     continue;
                 }
-                (self.put)(
-                    Table::User,
-                    Put::new(keys::user_key(*uid)).cell("count:friends", n.to_be_bytes().to_vec()),
-                )?;
+                let (table, put) = layout::friend_count_put(*uid, *n);
+                (self.put)(table, put)?;
             }
         }
         Ok(())

@@ -5,7 +5,7 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::{json, Map, Value};
 use weibo_etl::hbase::{Connection, Row};
-use weibo_etl::keys;
+use weibo_etl::load::layout::{self, cell, keys, Kind, Table};
 
 use super::Context;
 
@@ -52,34 +52,19 @@ enum What {
     Post { mid: i64 },
 }
 
-/// Columns holding 8-byte big-endian numbers; everything else is UTF-8 text.
-fn is_number(column: &str) -> bool {
-    column.starts_with("count:")
-        || matches!(
-            column,
-            "info:created_at"
-                | "info:retweet_mid"
-                | "info:verified_type"
-                | "r:uid"
-                | "r:followed_at"
-                | "r:repost_from"
-                | "r:mid"
-                | "r:by"
-        )
-}
-
 /// A row as JSON: numbers decoded, text as text, anything else as hex.
 pub fn row_json(row: &Row) -> Value {
     let mut cells = Map::new();
     for (name, cell) in &row.cells {
         let column = String::from_utf8_lossy(name).into_owned();
         let v = &cell.value;
-        let value = if is_number(&column) && v.len() == 8 {
-            json!(i64::from_be_bytes(v[..8].try_into().expect("8 bytes")))
-        } else if let Some(text) = std::str::from_utf8(v).ok().filter(|_| column != "r:post") {
-            json!(text)
-        } else {
-            json!(v.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        let hex = || json!(v.iter().map(|b| format!("{b:02x}")).collect::<String>());
+        let value = match layout::kind(&column) {
+            Kind::Number if v.len() == 8 => {
+                json!(i64::from_be_bytes(v[..8].try_into().expect("8 bytes")))
+            }
+            Kind::Rowkey => hex(),
+            _ => std::str::from_utf8(v).map_or_else(|_| hex(), |text| json!(text)),
         };
         cells.insert(column, value);
     }
@@ -87,11 +72,6 @@ pub fn row_json(row: &Row) -> Value {
         "rowkey": row.key.iter().map(|b| format!("{b:02x}")).collect::<String>(),
         "cells": cells,
     })
-}
-
-fn id_at(key: &[u8], offset: usize) -> i64 {
-    key.get(offset..offset + 8)
-        .map_or(0, |b| i64::from_be_bytes(b.try_into().expect("8 bytes")))
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -108,30 +88,30 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     };
     let result = match args.what {
         What::User { uid } => timed("getRow user", &mut |c| {
-            Ok(c.get(&format!("{ns}:user"), &keys::user_key(uid))?
+            Ok(c.get(&Table::User.in_namespace(ns), &keys::user_key(uid))?
                 .map_or(Value::Null, |r| row_json(&r)))
         })?,
         What::Followees { uid, limit } | What::Fans { uid, limit } => {
             let table = if matches!(args.what, What::Followees { .. }) {
-                "follow"
+                Table::Follow
             } else {
-                "fans"
+                Table::Fans
             };
-            timed(&format!("scan {table}"), &mut |c| {
-                let rows = c.scan_prefix(&format!("{ns}:{table}"), &keys::user_key(uid), limit)?;
+            timed(&format!("scan {}", table.name()), &mut |c| {
+                let rows = c.scan_prefix(&table.in_namespace(ns), &keys::user_key(uid), limit)?;
                 Ok(json!(rows
                     .iter()
-                    .map(|r| id_at(&r.key, 10))
+                    .map(|r| keys::other_uid(&r.key))
                     .collect::<Vec<_>>()))
             })?
         }
         What::Timeline { uid, limit } => timed("scan post", &mut |c| {
-            let rows = c.scan_prefix(&format!("{ns}:post"), &keys::user_key(uid), limit)?;
+            let rows = c.scan_prefix(&Table::Post.in_namespace(ns), &keys::user_key(uid), limit)?;
             Ok(json!(rows
                 .iter()
                 .map(|r| {
                     let mut v = row_json(r);
-                    v["mid"] = json!(id_at(&r.key, 18));
+                    v["mid"] = json!(keys::post_key_mid(&r.key));
                     v
                 })
                 .collect::<Vec<_>>()))
@@ -141,14 +121,17 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             let mut key = None;
             timed("getRow post_by_mid", &mut |c| {
                 key = c
-                    .get(&format!("{ns}:post_by_mid"), &keys::post_by_mid_key(mid))?
-                    .and_then(|r| r.get("r:post").map(<[u8]>::to_vec));
+                    .get(
+                        &Table::PostByMid.in_namespace(ns),
+                        &keys::post_by_mid_key(mid),
+                    )?
+                    .and_then(|r| r.get(cell::POST).map(<[u8]>::to_vec));
                 Ok(Value::Null)
             })?;
             match key {
                 None => Value::Null,
                 Some(key) => timed("getRow post", &mut |c| {
-                    Ok(c.get(&format!("{ns}:post"), &key)?
+                    Ok(c.get(&Table::Post.in_namespace(ns), &key)?
                         .map_or(Value::Null, |r| row_json(&r)))
                 })?,
             }

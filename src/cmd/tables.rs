@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 use weibo_etl::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
 use weibo_etl::hbase::Connection;
-use weibo_etl::keys;
+use weibo_etl::load::layout::keys;
 
 use super::Context;
 

@@ -33,73 +33,19 @@ use serde::Serialize;
 
 use crate::dataset::partition;
 use crate::error::{Error, Result};
-use crate::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
+use crate::hbase::admin::{Admin, Compression};
 use crate::hbase::{Connection, Put, Timeouts};
 use crate::hdfs::{FileEntry, FileSystems, Location};
-use crate::keys::{self, Relation};
+use layout::keys::{self, Relation};
+use layout::{be, cell};
 
 pub mod counters;
+pub mod layout;
 pub mod state;
 
+pub use layout::Table;
+
 use counters::PostCounts;
-
-/// The tables `load` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Table {
-    User,
-    Post,
-    // HBase names them with underscores; the CLI takes both spellings.
-    #[value(alias = "post_by_mid")]
-    PostByMid,
-    Follow,
-    Fans,
-    #[value(alias = "user_post")]
-    UserPost,
-    #[value(alias = "user_by_name")]
-    UserByName,
-    /// Written by `friends --load`, not by `load`.
-    Friend,
-}
-
-impl Table {
-    pub const ALL: [Table; 7] = [
-        Table::User,
-        Table::Post,
-        Table::PostByMid,
-        Table::Follow,
-        Table::Fans,
-        Table::UserPost,
-        Table::UserByName,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Table::User => "user",
-            Table::Post => "post",
-            Table::PostByMid => "post_by_mid",
-            Table::Follow => "follow",
-            Table::Fans => "fans",
-            Table::UserPost => "user_post",
-            Table::UserByName => "user_by_name",
-            Table::Friend => "friend",
-        }
-    }
-
-    /// Column families: `info` + `count` for the main tables, `r` for relation/index tables.
-    pub fn spec(self, namespace: &str, compression: Compression) -> TableSpec {
-        let fam = |n: &str| FamilySpec::new(n).compression(compression);
-        let families = match self {
-            Table::User | Table::Post => vec![fam("info"), fam("count")],
-            _ => vec![fam("r")],
-        };
-        TableSpec {
-            namespace: namespace.to_string(),
-            name: self.name().to_string(),
-            families,
-        }
-    }
-}
 
 /// What to load and how.
 #[derive(Clone, Debug)]
@@ -193,7 +139,7 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
                 rows: Vec<Put>,
                 bytes: usize|
      -> Result<()> {
-        let full = format!("{}:{}", options.namespace, table.name());
+        let full = table.in_namespace(&options.namespace);
         let n = rows.len() as u64;
         let mut attempt = 0;
         loop {
@@ -378,41 +324,37 @@ fn partition_files(
     partition::committed_parts(fs, &root.join(entity).join(&format!("dt={date}")))
 }
 
-fn be(v: i64) -> Vec<u8> {
-    v.to_be_bytes().to_vec()
-}
-
 /// The `user` row of cleaned user row `i`: profile cells and the crawler's reported counts.
 fn user_profile_put(b: &RecordBatch, i: usize, uid: i64) -> Put {
     let mut p = Put::new(keys::user_key(uid));
-    for col in [
-        "screen_name",
-        "gender",
-        "province",
-        "city",
-        "location",
-        "description",
+    for (col, q) in [
+        ("screen_name", cell::SCREEN_NAME),
+        ("gender", cell::GENDER),
+        ("province", cell::PROVINCE),
+        ("city", cell::CITY),
+        ("location", cell::LOCATION),
+        ("description", cell::DESCRIPTION),
     ] {
         if let Some(v) = str_val(b, col, i) {
-            p = p.cell(&format!("info:{col}"), v);
+            p = p.cell(q, v);
         }
     }
     if let Some(v) = bool_val(b, "verified", i) {
-        p = p.cell("info:verified", if v { "1" } else { "0" });
+        p = p.cell(cell::VERIFIED, if v { "1" } else { "0" });
     }
     if let Some(v) = opt(i64_col(b, "verified_type"), i) {
-        p = p.cell("info:verified_type", be(v));
+        p = p.cell(cell::VERIFIED_TYPE, be(v));
     }
     if let Some(v) = ts_col(b, "created_at").filter(|a| !a.is_null(i)) {
-        p = p.cell("info:created_at", be(v.value(i)));
+        p = p.cell(cell::CREATED_AT, be(v.value(i)));
     }
     for (col, q) in [
-        ("followers_count", "reported_followers"),
-        ("follow_count", "reported_following"),
-        ("statuses_count", "reported_posts"),
+        ("followers_count", cell::REPORTED_FOLLOWERS),
+        ("follow_count", cell::REPORTED_FOLLOWING),
+        ("statuses_count", cell::REPORTED_POSTS),
     ] {
         if let Some(v) = opt(i64_col(b, col), i) {
-            p = p.cell(&format!("count:{q}"), be(v));
+            p = p.cell(q, be(v));
         }
     }
     p
@@ -426,26 +368,26 @@ fn user_counts_put(uid: i64, c: &[i64; 5]) -> Put {
 
 /// The counters of a post, added to its `post` row.
 fn with_post_counts(p: Put, reposts: i64, comments: i64) -> Put {
-    p.cell("count:reposts", be(reposts))
-        .cell("count:comments", be(comments))
+    p.cell(cell::REPOSTS, be(reposts))
+        .cell(cell::COMMENTS, be(comments))
 }
 
 /// The counters of a user, added to its `user` row.
 fn with_user_counts(p: Put, c: &[i64; 5]) -> Put {
-    p.cell("count:followers", be(c[0]))
-        .cell("count:following", be(c[1]))
-        .cell("count:posts", be(c[2]))
-        .cell("count:reposts_received", be(c[3]))
-        .cell("count:comments_received", be(c[4]))
+    p.cell(cell::FOLLOWERS, be(c[0]))
+        .cell(cell::FOLLOWING, be(c[1]))
+        .cell(cell::POSTS, be(c[2]))
+        .cell(cell::REPOSTS_RECEIVED, be(c[3]))
+        .cell(cell::COMMENTS_RECEIVED, be(c[4]))
 }
 
 /// The `post` row of cleaned post row `i`: content cells and the reported counts.
 fn post_info_put(b: &RecordBatch, i: usize, key: Vec<u8>, at: i64) -> Put {
     let mut p = Put::new(key)
-        .cell("info:created_at", be(at))
-        .cell("info:text", str_val(b, "text", i).unwrap_or_default())
+        .cell(cell::CREATED_AT, be(at))
+        .cell(cell::TEXT, str_val(b, "text", i).unwrap_or_default())
         .cell(
-            "info:deleted",
+            cell::DELETED,
             if bool_val(b, "is_deleted", i) == Some(true) {
                 "1"
             } else {
@@ -453,24 +395,28 @@ fn post_info_put(b: &RecordBatch, i: usize, key: Vec<u8>, at: i64) -> Put {
             },
         );
     if let Some(v) = str_val(b, "source", i) {
-        p = p.cell("info:source", v);
+        p = p.cell(cell::SOURCE, v);
     }
-    for col in ["topics", "at_users", "pics"] {
+    for (col, q) in [
+        ("topics", cell::TOPICS),
+        ("at_users", cell::AT_USERS),
+        ("pics", cell::PICS),
+    ] {
         let items = list_val(b, col, i);
         if !items.is_empty() {
-            p = p.cell(&format!("info:{col}"), items.join(","));
+            p = p.cell(q, items.join(","));
         }
     }
     if let Some(r) = opt(i64_col(b, "retweet_mid"), i) {
-        p = p.cell("info:retweet_mid", be(r));
+        p = p.cell(cell::RETWEET_MID, be(r));
     }
     for (col, q) in [
-        ("reposts_count", "reported_reposts"),
-        ("comments_count", "reported_comments"),
-        ("attitudes_count", "reported_attitudes"),
+        ("reposts_count", cell::REPORTED_REPOSTS),
+        ("comments_count", cell::REPORTED_COMMENTS),
+        ("attitudes_count", cell::REPORTED_ATTITUDES),
     ] {
         if let Some(v) = opt(i64_col(b, col), i) {
-            p = p.cell(&format!("count:{q}"), be(v));
+            p = p.cell(q, be(v));
         }
     }
     p
@@ -768,7 +714,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                     r.put(
                                         Table::UserByName,
                                         Put::new(keys::user_by_name_key(&name))
-                                            .cell("r:uid", be(u)),
+                                            .cell(cell::UID, be(u)),
                                     )?;
                                 }
                             }
@@ -802,8 +748,8 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                 r.put(
                                     Table::PostByMid,
                                     Put::new(keys::post_by_mid_key(m))
-                                        .cell("r:post", key.clone())
-                                        .cell("r:uid", be(uid)),
+                                        .cell(cell::POST, key.clone())
+                                        .cell(cell::UID, be(uid)),
                                 )?;
                             }
                             if wants(Table::UserPost) && uid != 0 {
@@ -813,9 +759,9 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                     Relation::Post
                                 };
                                 let mut p = Put::new(keys::user_post_key(uid, kind, at, m))
-                                    .cell("r:post", key.clone());
+                                    .cell(cell::POST, key.clone());
                                 if let Some(r) = rt {
-                                    p = p.cell("r:repost_from", be(r));
+                                    p = p.cell(cell::REPOST_FROM, be(r));
                                 }
                                 r.put(Table::UserPost, p)?;
                             }
@@ -842,14 +788,14 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                 r.put(
                                     Table::Follow,
                                     Put::new(keys::follow_key(a.value(i), e.value(i)))
-                                        .cell("r:followed_at", t.clone()),
+                                        .cell(cell::FOLLOWED_AT, t.clone()),
                                 )?;
                             }
                             if wants(Table::Fans) {
                                 r.put(
                                     Table::Fans,
                                     Put::new(keys::fans_key(e.value(i), a.value(i)))
-                                        .cell("r:followed_at", t),
+                                        .cell(cell::FOLLOWED_AT, t),
                                 )?;
                             }
                         }
@@ -881,8 +827,11 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                     created.value(i),
                                     cid.value(i),
                                 ))
-                                .cell("r:mid", be(mid.value(i)))
-                                .cell("r:text", str_val(b, "text", i).unwrap_or_default()),
+                                .cell(cell::MID, be(mid.value(i)))
+                                .cell(
+                                    cell::COMMENT_TEXT,
+                                    str_val(b, "text", i).unwrap_or_default(),
+                                ),
                             )?;
                         }
                         Ok(())
@@ -907,8 +856,8 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                                 m.at,
                                 m.mid,
                             ))
-                            .cell("r:post", keys::post_key(m.by, m.at, m.mid))
-                            .cell("r:by", be(m.by)),
+                            .cell(cell::POST, keys::post_key(m.by, m.at, m.mid))
+                            .cell(cell::BY, be(m.by)),
                         )
                     })?;
                     unresolved.fetch_add(c.unresolved_mentions, Ordering::Relaxed);

@@ -193,6 +193,21 @@ pub fn user_by_name_key(screen_name: &str) -> Vec<u8> {
     key
 }
 
+fn id_at(key: &[u8], offset: usize) -> Option<i64> {
+    let bytes = key.get(offset..offset + 8)?;
+    Some(i64::from_be_bytes(bytes.try_into().expect("8 bytes")))
+}
+
+/// The user after the leading one in a `follow`, `fans` or `friend` rowkey.
+pub fn other_uid(key: &[u8]) -> Option<i64> {
+    id_at(key, HASH_PREFIX_LEN + 8)
+}
+
+/// The mid of a `post` rowkey.
+pub fn post_key_mid(key: &[u8]) -> Option<i64> {
+    id_at(key, HASH_PREFIX_LEN + 16)
+}
+
 #[cfg(test)]
 mod golden {
     //! Byte layouts other teams read with happybase, the HBase shell and Spark: any change
