@@ -760,10 +760,10 @@ impl AtomicFile {
 
     /// Closes the file and renames it into place, and makes it durable on a thread of its
     /// own: for the files of a staged folder, which is published only once
-    /// [`FileSystems::sync_folder`] has seen them all durable (see
-    /// [`crate::dataset::partition::commit`]). An `fsync` per file as each closed held the thread that
-    /// wrote it waiting on the disk; after the last one, the folder's files synced at once
-    /// wait about as long as one journal commit of them all (docs/design/clean.md).
+    /// [`FileSystems::sync_folder`] has seen them all durable (the partition commit). An
+    /// `fsync` per file as each closed held the thread that wrote it waiting on the disk;
+    /// after the last one, the folder's files synced at once wait about as long as one
+    /// journal commit of them all (docs/design/clean.md).
     pub fn commit_unsynced(self) -> Result<()> {
         self.close_and_rename(false)
     }

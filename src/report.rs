@@ -35,7 +35,7 @@ impl Report {
         Report {
             job: job.to_string(),
             started: Instant::now(),
-            started_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            started_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             fields: Map::new(),
         }
     }

@@ -736,6 +736,85 @@ fn clean_follows_are_joined_part_by_part() {
     assert_eq!(rows(&out), rows(&other));
 }
 
+/// A memory budget follows what the chosen path holds: clean's follows in many pair parts
+/// stay on the pair-parts path under a budget just below what packing every edge takes
+/// (which sends input of another layout out of core), and only a budget below the
+/// pair-parts bound goes out of core. Every run gives the same pairs and counts.
+#[test]
+fn a_budget_the_pair_parts_fit_in_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    let gen = run(bin().args(["-q", "gen", "--out"]).arg(&raw).args([
+        "--users", "4000", "--seed", "5", "--only", "follows", "--noise", "0",
+    ]));
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let clean_out = dir.path().join("clean");
+    let r = run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(&raw)
+        .arg("--output")
+        .arg(&clean_out)
+        .args(["--date", "2026-11-29", "--key-partitions", "50"]));
+    assert!(r.status.success(), "{}", stderr(&r));
+    let follows = clean_out.join("follows/dt=2026-11-29");
+    let friends_with = |name: &str, budget: Option<u64>| {
+        let out = dir.path().join(name);
+        let report = dir.path().join(format!("{name}.json"));
+        let mut args = vec![
+            "-q".to_string(),
+            "--report".into(),
+            report.display().to_string(),
+        ];
+        args.extend(["friends", "--input"].map(String::from));
+        args.push(follows.display().to_string());
+        args.extend(["--output".into(), out.display().to_string()]);
+        args.extend(["--date", "2026-11-29"].map(String::from));
+        if let Some(b) = budget {
+            args.extend(["--memory-budget".into(), format!("{b}B")]);
+        }
+        let r = run(bin().env("RAYON_NUM_THREADS", "2").args(&args));
+        assert!(r.status.success(), "{}", stderr(&r));
+        let stats: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        // Rows of all files, sorted: the paths cut their output into different files.
+        let rows = |t: &str| {
+            let text = parquet_rows(&out.join(t).join("dt=2026-11-29"));
+            let mut lines: Vec<String> = text.lines().map(String::from).collect();
+            lines.sort();
+            lines
+        };
+        (
+            stats["friends"].clone(),
+            rows("friends"),
+            rows("friend_counts"),
+        )
+    };
+    let (whole, pairs, counts) = friends_with("default", None);
+    let edges = whole["edges_read"].as_u64().unwrap();
+    assert_eq!(whole["pair_parts"], 50);
+
+    // Just below 12 bytes an edge: another layout's input would go out of core here.
+    let (tight, tight_pairs, tight_counts) = friends_with("tight", Some(12 * edges - 1));
+    assert_eq!(
+        (tight["partitions"].as_u64(), tight["pair_parts"].as_u64()),
+        (Some(1), Some(50))
+    );
+    assert!(
+        tight_pairs == pairs && tight_counts == counts,
+        "tight budget: other rows"
+    );
+
+    // Below the ends of one pair for two edges: out of core, the same answer.
+    let (small, small_pairs, small_counts) = friends_with("small", Some(2 * edges));
+    assert!(small["partitions"].as_u64().unwrap() > 1, "{small}");
+    assert_eq!(small["pair_parts"], 0);
+    assert!(
+        small_pairs == pairs && small_counts == counts,
+        "out of core: other rows"
+    );
+    assert!(pairs.len() > 1_000, "{} pairs", pairs.len());
+}
+
 /// `((follower, followee), followed_at)` of one cleaned follows file.
 fn follow_rows(file: &Path) -> Vec<((i64, i64), Option<i64>)> {
     id_pair_rows(file, ["follower", "followee", "followed_at"])

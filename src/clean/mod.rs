@@ -13,6 +13,8 @@
 
 pub mod columns;
 pub mod job;
+#[cfg(test)]
+mod robustness;
 
 use std::borrow::Cow;
 

@@ -76,7 +76,7 @@ fn parse_format(s: &str) -> Result<FormatChoice, String> {
         .map_err(|_| {
             let names: Vec<&str> = <Format as clap::ValueEnum>::value_variants()
                 .iter()
-                .map(|f| f.name())
+                .map(|f| f.dialect().name())
                 .collect();
             format!("unknown format {s:?}; one of: auto, {}", names.join(", "))
         })

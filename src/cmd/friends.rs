@@ -4,9 +4,13 @@
 use anyhow::{Context as _, Result};
 use arrow::array::{Array, RecordBatch};
 use chrono::NaiveDate;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use weibo_etl::error::Result as WeiboResult;
+
+use weibo_etl::dataset;
 use weibo_etl::graph::friends::{
-    self, FriendsOptions, FriendsSink, FriendsStats, FriendsWriter, Slice,
+    self, BatchWriter, FriendsOptions, FriendsSink, FriendsStats, FriendsWriter, Slice, Tee,
 };
 use weibo_etl::load::layout;
 use weibo_etl::load::{self, LoadOptions, PutSink, Table};
@@ -64,7 +68,7 @@ pub struct Args {
     #[command(flatten)]
     parquet: super::ParquetArgs,
     /// Regions a missing table is pre-split into (with --load)
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, default_value_t = LoadOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
 }
 
@@ -81,7 +85,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         let date = args.date.format("%Y-%m-%d").to_string();
         // Rows stream into staged files as partitions finish; nothing is visible until the
         // commit, and a failure leaves nothing behind.
-        let mut writer = FriendsWriter::create(
+        let writer = FriendsWriter::create(
             &ctx.fs,
             &output,
             &date,
@@ -89,9 +93,9 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             args.parquet.data_page_version,
         )?;
         let (stats, marker) = if args.load {
-            load_hbase(ctx, &args, slice, &options, &mut writer, &mut report)?
+            load_hbase(ctx, &args, slice, &options, &writer, &mut report)?
         } else {
-            let stats = friends::run_to(&ctx.fs, &args.inputs, &options, &mut writer)
+            let stats = friends::run_to(&ctx.fs, &args.inputs, &options, &writer)
                 .context("computing friends")?;
             (stats, None)
         };
@@ -148,7 +152,7 @@ fn load_hbase(
     args: &Args,
     slice: Slice,
     options: &FriendsOptions,
-    writer: &mut FriendsWriter,
+    writer: &FriendsWriter,
     report: &mut Report,
 ) -> Result<(FriendsStats, Option<Marker>)> {
     let load_options = LoadOptions {
@@ -181,16 +185,23 @@ fn load_hbase(
     let mut stats = None;
     let mut skipped = (0u64, 0u64);
     let written = load::write_with(&load_options, &mut |put| {
-        let mut hbase = HBaseSink {
-            put,
+        let hbase = HBaseSink {
+            put: Mutex::new(put),
             whole,
             base: base.as_ref(),
-            unchanged_pairs: 0,
-            unchanged_counts: 0,
+            unchanged_pairs: AtomicU64::new(0),
+            unchanged_counts: AtomicU64::new(0),
         };
-        let mut both = Both(&mut *writer, &mut hbase);
-        stats = Some(friends::run_to(&ctx.fs, &args.inputs, options, &mut both)?);
-        skipped = (hbase.unchanged_pairs, hbase.unchanged_counts);
+        stats = Some(friends::run_to(
+            &ctx.fs,
+            &args.inputs,
+            options,
+            &Tee(&*writer, &hbase),
+        )?);
+        skipped = (
+            hbase.unchanged_pairs.into_inner(),
+            hbase.unchanged_counts.into_inner(),
+        );
         Ok(())
     })
     .context("computing friends into HBase")?;
@@ -306,8 +317,10 @@ impl Base {
         }
         let mut pairs = rustc_hash::FxHashMap::default();
         for f in &pair_parts {
+            let path = f.location.to_string();
             weibo_etl::dataset::partition::read_parquet(fs, f, &mut |b| {
-                let (a, bb, since) = friends::pair_columns(b);
+                dataset::friends::check(b, &dataset::friends::friends_schema(), &path)?;
+                let (a, bb, since) = dataset::friends::pair_columns(b);
                 for i in 0..b.num_rows() {
                     let t = if since.is_valid(i) {
                         since.value(i)
@@ -321,8 +334,10 @@ impl Base {
         }
         let mut counts = rustc_hash::FxHashMap::default();
         for f in &count_parts {
+            let path = f.location.to_string();
             weibo_etl::dataset::partition::read_parquet(fs, f, &mut |b| {
-                let (uid, n) = friends::count_columns(b);
+                dataset::friends::check(b, &dataset::friends::counts_schema(), &path)?;
+                let (uid, n) = dataset::friends::count_columns(b);
                 counts.extend(uid.values().iter().copied().zip(n.values().iter().copied()));
                 Ok(())
             })?;
@@ -335,61 +350,80 @@ impl Base {
     }
 }
 
-/// Hands the same results to two sinks.
-struct Both<'a>(&'a mut dyn FriendsSink, &'a mut dyn FriendsSink);
-
-impl FriendsSink for Both<'_> {
-    fn pairs(&mut self, run: usize, batch: &RecordBatch) -> WeiboResult<()> {
-        self.0.pairs(run, batch)?;
-        self.1.pairs(run, batch)
-    }
-
-    fn counts(&mut self, batch: &RecordBatch) -> WeiboResult<()> {
-        self.0.counts(batch)?;
-        self.1.counts(batch)
-    }
-}
-
-/// Friendships as HBase puts: the `friend` table both ways (`r:since`), `r:mutual` = 1 on both
-/// edges in `follow` and `fans`, and `count:friends` in `user` (whole runs only).
+/// Friendships as HBase puts ([`layout::friendship_puts`], [`layout::friend_count_put`]),
+/// those unchanged since the base left out. Runs come from several threads: the puts go
+/// through the loader's one router, under a lock.
 struct HBaseSink<'a, 'b> {
-    put: &'a mut PutSink<'b>,
+    put: Mutex<&'a mut PutSink<'b>>,
     whole: bool,
     base: Option<&'a Base>,
-    unchanged_pairs: u64,
-    unchanged_counts: u64,
+    unchanged_pairs: AtomicU64,
+    unchanged_counts: AtomicU64,
+}
+
+/// A run of pairs, or a part of the counts, on its way to HBase.
+struct HBaseRun<'s, 'a, 'b> {
+    sink: &'s HBaseSink<'a, 'b>,
+    counts: bool,
+}
+
+impl BatchWriter for HBaseRun<'_, '_, '_> {
+    fn write(&mut self, batch: &RecordBatch) -> WeiboResult<()> {
+        let sink = self.sink;
+        let mut puts = Vec::new();
+        let mut unchanged = 0;
+        if self.counts {
+            if sink.whole {
+                let (uids, friends) = dataset::friends::count_columns(batch);
+                for (uid, n) in uids.values().iter().zip(friends.values()) {
+                    if sink.base.and_then(|base| base.counts.get(uid)) == Some(n) {
+                        unchanged += 1;
+                        continue;
+                    }
+                    puts.push(layout::friend_count_put(*uid, *n));
+                }
+            }
+            sink.unchanged_counts
+                .fetch_add(unchanged, Ordering::Relaxed);
+        } else {
+            let (uid_a, uid_b, since) = dataset::friends::pair_columns(batch);
+            for i in 0..uid_a.len() {
+                let (a, b) = (uid_a.value(i), uid_b.value(i));
+                let since = since.is_valid(i).then(|| since.value(i));
+                let t = since.unwrap_or(i64::MIN);
+                if sink.base.and_then(|base| base.pairs.get(&(a, b))) == Some(&t) {
+                    unchanged += 1;
+                    continue;
+                }
+                puts.extend(layout::friendship_puts(a, b, since));
+            }
+            sink.unchanged_pairs.fetch_add(unchanged, Ordering::Relaxed);
+        }
+        // Built outside the lock; handed over under it.
+        let mut put = sink.put.lock().unwrap_or_else(|e| e.into_inner());
+        for (table, p) in puts {
+            (*put)(table, p)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> WeiboResult<()> {
+        Ok(())
+    }
 }
 
 impl FriendsSink for HBaseSink<'_, '_> {
-    fn pairs(&mut self, _run: usize, batch: &RecordBatch) -> WeiboResult<()> {
-        let (uid_a, uid_b, since) = friends::pair_columns(batch);
-        for i in 0..uid_a.len() {
-            let (a, b) = (uid_a.value(i), uid_b.value(i));
-            let since = since.is_valid(i).then(|| since.value(i));
-            let t = since.unwrap_or(i64::MIN);
-            if self.base.and_then(|base| base.pairs.get(&(a, b))) == Some(&t) {
-                self.unchanged_pairs += 1;
-                continue;
-            }
-            for (table, put) in layout::friendship_puts(a, b, since) {
-                (self.put)(table, put)?;
-            }
-        }
-        Ok(())
+    fn open_pairs(&self, _run: usize) -> WeiboResult<Box<dyn BatchWriter + '_>> {
+        Ok(Box::new(HBaseRun {
+            sink: self,
+            counts: false,
+        }))
     }
 
-    fn counts(&mut self, batch: &RecordBatch) -> WeiboResult<()> {
-        if self.whole {
-            let (uids, friends) = friends::count_columns(batch);
-            for (uid, n) in uids.values().iter().zip(friends.values()) {
-                if self.base.and_then(|base| base.counts.get(uid)) == Some(n) {
-                    self.unchanged_counts += 1;
-                    continue;
-                }
-                let (table, put) = layout::friend_count_put(*uid, *n);
-                (self.put)(table, put)?;
-            }
-        }
-        Ok(())
+    fn open_counts(&self, _part: usize) -> WeiboResult<Box<dyn BatchWriter + '_>> {
+        Ok(Box::new(HBaseRun {
+            sink: self,
+            counts: true,
+        }))
     }
 }

@@ -26,6 +26,9 @@ each, a unit of work each). Only the counters that differ from what the namespac
 holds are written, so a night's counter puts follow what it changed; loading an older night
 again writes any difference with the newest loaded night's timestamp.";
 
+/// [`LoadOptions::MEMORY_BUDGET`] as the help shows it (a unit test holds them equal).
+const MEMORY_BUDGET: &str = "256MiB";
+
 /// Load cleaned Parquet into HBase: hashed rowkeys, absolute counters computed in batch,
 /// tables created pre-split, N parallel Thrift writers batching by region, resumable.
 #[derive(clap::Args, Debug)]
@@ -41,13 +44,13 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_enum)]
     tables: Vec<Table>,
     /// Regions a missing table is pre-split into
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, default_value_t = LoadOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
     /// Parallel writers, each with its own Thrift connection
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = LoadOptions::WRITERS)]
     writers: usize,
     /// Bytes per batch (one mutateRows call)
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = LoadOptions::BATCH_BYTES)]
     batch_bytes: usize,
     /// Skip the units the checkpoint manifest records as done
     #[arg(long)]
@@ -60,7 +63,7 @@ pub struct Args {
     checkpoint: Option<String>,
     /// Memory for computing the counters; above it they are computed in key partitions, one
     /// pass over the id columns each
-    #[arg(long, default_value = "256MiB", value_name = "SIZE", value_parser = super::parse_size)]
+    #[arg(long, default_value = MEMORY_BUDGET, value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
     /// Write every counter, not only those that differ from the counters already loaded (the
     /// snapshot in <input>/_load/state/<namespace>/); for tables truncated outside weibo-etl
@@ -114,5 +117,16 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             ctx.finish_report(&report, Some(&format!("{e:#}")))?;
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shown_memory_budget_is_the_default() {
+        assert_eq!(
+            super::super::parse_size(super::MEMORY_BUDGET),
+            Ok(super::LoadOptions::MEMORY_BUDGET)
+        );
     }
 }

@@ -154,24 +154,15 @@ impl Context {
         date: String,
         tables: Vec<weibo_etl::load::Table>,
     ) -> weibo_etl::load::LoadOptions {
-        weibo_etl::load::LoadOptions {
+        weibo_etl::load::LoadOptions::new(
             input,
             date,
-            namespace: self.global.namespace.clone(),
+            self.global.namespace.clone(),
             tables,
-            regions: 8,
-            writers: 4,
-            batch_bytes: 1 << 20,
-            resume: false,
-            thrift: self.global.hbase.clone(),
-            admin: self.admin_addr(),
-            timeouts: self.timeouts,
-            compression: weibo_etl::hbase::admin::Compression::None,
-            checkpoint: None,
-            max_attempts: 6,
-            memory_budget: 256 << 20,
-            rewrite_counters: false,
-        }
+            self.global.hbase.clone(),
+            self.admin_addr(),
+            self.timeouts,
+        )
     }
 
     /// Writes the report if `--report` was given, and logs where.

@@ -41,7 +41,7 @@ enum Action {
         #[arg(long = "family", required = true)]
         families: Vec<String>,
         /// Regions to pre-split into
-        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65536))]
+        #[arg(long, default_value_t = weibo_etl::load::LoadOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
         regions: u32,
         /// Versions kept per cell
         #[arg(long, default_value_t = 1)]

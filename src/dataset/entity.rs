@@ -1,7 +1,7 @@
 //! The cleaned entities and their canonical raw fields (§1 of the raw formats): what every
 //! reader maps a record onto, and what names each cleaned table.
 //!
-//! Invariants: [`Entity::fields`] is the order readers fill a [`crate::raw::RawRecord`] in;
+//! Invariants: [`Entity::fields`] is the order readers fill a raw record in;
 //! an entity's name is its table's folder under the clean root.
 
 use serde::Serialize;

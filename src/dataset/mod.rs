@@ -4,6 +4,7 @@
 //!   reason codes of rejected records;
 //! - [`schema`]: each table's columns, natural key and Parquet encoding;
 //! - [`follows`]: the pair-partitioned layout of the follows table that `friends` joins on;
+//! - [`friends`]: the friends job's output tables, which `friends --load` reads back;
 //! - [`partition`]: `<table>/dt=<date>/` partitions, written staged and committed with
 //!   `_SUCCESS` (the commit protocol), and the Parquet readers and writers over them.
 //!
@@ -13,6 +14,7 @@
 
 mod entity;
 pub mod follows;
+pub mod friends;
 pub mod partition;
 mod reject;
 pub mod schema;

@@ -74,6 +74,45 @@ pub struct LoadOptions {
     pub rewrite_counters: bool,
 }
 
+impl LoadOptions {
+    /// The defaults: the CLI shows these, and every job that loads takes them.
+    pub const REGIONS: u32 = 8;
+    pub const WRITERS: usize = 4;
+    pub const BATCH_BYTES: usize = 1 << 20;
+    pub const MAX_ATTEMPTS: u32 = 6;
+    pub const MEMORY_BUDGET: u64 = 256 << 20;
+
+    /// Options with every default, for `tables` of `namespace` from the clean root `input`.
+    pub fn new(
+        input: String,
+        date: String,
+        namespace: String,
+        tables: Vec<Table>,
+        thrift: String,
+        admin: String,
+        timeouts: Timeouts,
+    ) -> LoadOptions {
+        LoadOptions {
+            input,
+            date,
+            namespace,
+            tables,
+            regions: Self::REGIONS,
+            writers: Self::WRITERS,
+            batch_bytes: Self::BATCH_BYTES,
+            resume: false,
+            thrift,
+            admin,
+            timeouts,
+            compression: Compression::None,
+            checkpoint: None,
+            max_attempts: Self::MAX_ATTEMPTS,
+            memory_budget: Self::MEMORY_BUDGET,
+            rewrite_counters: false,
+        }
+    }
+}
+
 /// The job's report.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LoadReport {
@@ -487,7 +526,7 @@ pub fn ensure_tables(options: &LoadOptions) -> Result<Vec<Table>> {
 }
 
 /// Where a producer hands its puts: `(table, put)`.
-pub type PutSink<'a> = dyn FnMut(Table, Put) -> Result<()> + 'a;
+pub type PutSink<'a> = dyn FnMut(Table, Put) -> Result<()> + Send + 'a;
 
 /// Writes the puts `produce` emits through the same parallel, region-batched, retrying
 /// writers `load` uses, into `options.tables` (created pre-split when missing). Used by jobs

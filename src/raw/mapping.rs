@@ -6,9 +6,70 @@
 //! `mediacrawler`, `weibospider`) import this module and never one another's types, so the
 //! readers form no circle (`canonical` alone calls the dialects, to choose among them).
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::dataset::Entity;
+
+/// What a file was read as: the shape of one crawler (and version range) or of our own
+/// formats. Its kebab-case name is what reports and `--format` say (docs/formats.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    /// Our CSV with a header (§1).
+    CanonicalCsv,
+    /// Our JSON lines (§1), and the same records as one JSON array.
+    CanonicalJsonl,
+    CanonicalJson,
+    /// AMiner's `weibo_network.txt`, and its `uidlist.txt`.
+    AminerNetwork,
+    AminerUidlist,
+    /// nghuyong WeiboSpider's JSON lines (current and 2020-2022 mongoexport), or an array.
+    NghuyongJsonl,
+    NghuyongJson,
+    /// MediaCrawler's CSV, JSON lines, and whole-file JSON array.
+    MediacrawlerCsv,
+    MediacrawlerJsonl,
+    MediacrawlerJson,
+    /// weibo-crawler's per-user posts CSV, `users.csv` and comments export.
+    WeiboCrawlerPosts,
+    WeiboCrawlerUsers,
+    WeiboCrawlerComments,
+    /// weiboSpider's per-user posts CSV.
+    WeibospiderPosts,
+}
+
+impl Dialect {
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::CanonicalCsv => "canonical-csv",
+            Dialect::CanonicalJsonl => "canonical-jsonl",
+            Dialect::CanonicalJson => "canonical-json",
+            Dialect::AminerNetwork => "aminer-network",
+            Dialect::AminerUidlist => "aminer-uidlist",
+            Dialect::NghuyongJsonl => "nghuyong-jsonl",
+            Dialect::NghuyongJson => "nghuyong-json",
+            Dialect::MediacrawlerCsv => "mediacrawler-csv",
+            Dialect::MediacrawlerJsonl => "mediacrawler-jsonl",
+            Dialect::MediacrawlerJson => "mediacrawler-json",
+            Dialect::WeiboCrawlerPosts => "weibo-crawler-posts",
+            Dialect::WeiboCrawlerUsers => "weibo-crawler-users",
+            Dialect::WeiboCrawlerComments => "weibo-crawler-comments",
+            Dialect::WeibospiderPosts => "weibospider-posts",
+        }
+    }
+
+    /// The same records met as one whole-file JSON array instead of JSON lines.
+    pub fn as_array(self) -> Dialect {
+        match self {
+            Dialect::CanonicalJsonl => Dialect::CanonicalJson,
+            Dialect::NghuyongJsonl => Dialect::NghuyongJson,
+            Dialect::MediacrawlerJsonl => Dialect::MediacrawlerJson,
+            other => other,
+        }
+    }
+}
 
 /// A record as a reader hands it over: canonical fields of one entity, by position. The
 /// values share one buffer (one allocation per record, not one per field: cleaning a 1 KB
@@ -83,8 +144,8 @@ pub struct Mapped {
     pub wider: Vec<Vec<Option<usize>>>,
     /// MediaCrawler rows need a fix-up that reads several columns.
     pub mediacrawler: Option<CsvTimes>,
-    /// What the file is, for the report (`canonical-csv`, `weibospider-posts`, ...).
-    pub dialect: &'static str,
+    /// What the file is, for the report.
+    pub dialect: Dialect,
 }
 
 impl Mapped {
@@ -97,7 +158,7 @@ impl Mapped {
             short_rows_ok: false,
             wider: Vec::new(),
             mediacrawler: None,
-            dialect: "canonical-csv",
+            dialect: Dialect::CanonicalCsv,
         }
     }
 

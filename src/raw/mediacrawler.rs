@@ -17,8 +17,7 @@
 
 use serde_json::{Map, Value};
 
-use super::mapping::RawRecord;
-use super::mapping::{value_text, CsvTimes, Mapped};
+use super::mapping::{value_text, CsvTimes, Dialect, Mapped, RawRecord};
 use crate::dataset::Entity;
 use crate::values::parse_crawl_time;
 
@@ -146,7 +145,7 @@ pub fn header(names: &[String]) -> Option<Mapped> {
     });
     Some(Mapped {
         mediacrawler: times,
-        dialect: "mediacrawler-csv",
+        dialect: Dialect::MediacrawlerCsv,
         ..Mapped::columns(entity, mapping)
     })
 }

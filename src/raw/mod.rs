@@ -23,7 +23,7 @@ use std::io::{self, BufRead, BufReader, Read};
 
 use serde::Serialize;
 
-pub use mapping::RawRecord;
+pub use mapping::{Dialect, RawRecord};
 
 use crate::dataset::{Entity, Reject};
 use crate::error::{Error, Result};
@@ -44,12 +44,13 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn name(self) -> &'static str {
+    /// What a file read by this reader is, before its records say more.
+    pub fn dialect(self) -> Dialect {
         match self {
-            Format::CanonicalCsv => "canonical-csv",
-            Format::CanonicalJsonl => "canonical-jsonl",
-            Format::AminerNetwork => "aminer-network",
-            Format::AminerUidlist => "aminer-uidlist",
+            Format::CanonicalCsv => Dialect::CanonicalCsv,
+            Format::CanonicalJsonl => Dialect::CanonicalJsonl,
+            Format::AminerNetwork => Dialect::AminerNetwork,
+            Format::AminerUidlist => Dialect::AminerUidlist,
         }
     }
 }
@@ -89,7 +90,7 @@ pub fn excerpt(s: &str) -> String {
 #[derive(Clone, Debug, Serialize)]
 pub struct FileSummary {
     pub path: String,
-    pub format: Option<&'static str>,
+    pub format: Option<Dialect>,
     pub encoding: &'static str,
     pub compression: &'static str,
     pub bytes: u64,
@@ -294,7 +295,7 @@ pub fn read_file(
     }
     Ok(FileSummary {
         path: path_hint,
-        format: dialect.or(format.map(Format::name)),
+        format: dialect.or(format.map(Format::dialect)),
         encoding,
         compression,
         bytes: file.len,

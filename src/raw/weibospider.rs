@@ -10,7 +10,7 @@
 //! treats them as missing), the header repeats on every appended run (a repeated header is
 //! counted as a duplicate), and the rows carry no user id: the file is `<uid>.csv`.
 
-use super::mapping::Mapped;
+use super::mapping::{Dialect, Mapped};
 use crate::dataset::Entity;
 
 /// Column → canonical post field.
@@ -79,7 +79,7 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
     Some(Mapped {
         wider,
         short_rows_ok: true,
-        dialect: "weibo-crawler-posts",
+        dialect: Dialect::WeiboCrawlerPosts,
         constants: uid_from_path(entity, path),
         ..Mapped::columns(entity, mapping)
     })
@@ -122,12 +122,16 @@ const CRAWLER_COMMENT_COLUMNS: &[(&str, &str)] = &[
 pub fn crawler_other_header(names: &[String]) -> Option<Mapped> {
     let has = |n: &str| names.iter().any(|x| x == n);
     let (entity, columns, dialect) = if has("用户id") && has("昵称") {
-        (Entity::Users, CRAWLER_USER_COLUMNS, "weibo-crawler-users")
+        (
+            Entity::Users,
+            CRAWLER_USER_COLUMNS,
+            Dialect::WeiboCrawlerUsers,
+        )
     } else if has("weibo_id") && has("user_screen_name") {
         (
             Entity::Comments,
             CRAWLER_COMMENT_COLUMNS,
-            "weibo-crawler-comments",
+            Dialect::WeiboCrawlerComments,
         )
     } else {
         return None;
@@ -162,7 +166,7 @@ pub fn header(names: &[String], path: &str) -> Option<Mapped> {
     let mapping = Mapped::table_mapping(entity, names, COLUMNS);
     Some(Mapped {
         constants: uid_from_path(entity, path),
-        dialect: "weibospider-posts",
+        dialect: Dialect::WeibospiderPosts,
         ..Mapped::columns(entity, mapping)
     })
 }
