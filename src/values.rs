@@ -1,6 +1,7 @@
 //! Field-level cleaning: ids, counts, times and text, exactly as §4 of the raw-format spec
 //! states them. Every function here is pure, so each rule is unit-tested in isolation and
-//! applied the same way whichever reader a value came from.
+//! applied the same way whichever reader a value came from. The readers use them too (a
+//! crawl time in a file name, a bid), which is why they sit below both `raw` and `clean`.
 //!
 //! Invariants:
 //! - A value is either turned into its typed form or refused with a [`Reject`] reason code;

@@ -7,7 +7,7 @@
 //!
 //! Invariants:
 //! - [`clean_record`] returns exactly one of a row or a [`Reject`]; it never panics on any
-//!   input (property-tested in `raw`).
+//!   input (property-tested with every reader in `robustness`).
 //! - Rows carry the natural key used for deduplication and the crawl time that decides which
 //!   duplicate wins (the newest crawl).
 
