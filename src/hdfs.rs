@@ -388,7 +388,9 @@ impl FileSystems {
                 }
             }
         }
-        files.sort_by(|a, b| a.location.cmp(&b.location));
+        // By the URL's text, as HDFS orders names, so a local run reads the same files in the
+        // same order (a path's components would put `a/b` before `a-2/b`).
+        files.sort_by_cached_key(|f| f.location.to_string());
         files.dedup_by(|a, b| a.location == b.location);
         Ok(files)
     }
@@ -403,19 +405,45 @@ impl FileSystems {
                 .map(|st| hdfs_entry(authority, &st))
                 .collect()),
             Location::Local(p) => {
+                // The same pattern language as HDFS's globs (`*` and `?` within a name,
+                // `[ab]`, `{a,b}`), matched against the tree under the pattern's literal
+                // folder, so a command reads the same files on either file system.
                 let text = p.to_string_lossy();
-                let paths = glob::glob(&text).map_err(|e| Error::InvalidLocation {
+                let invalid = |e: globset::Error| Error::InvalidLocation {
                     url: text.to_string(),
                     reason: e.to_string(),
-                })?;
-                let mut out = Vec::new();
-                for path in paths {
-                    let path = path.map_err(|e| io_error("glob", pattern, e.into()))?;
-                    if let Some(entry) = self.status(&Location::Local(path))? {
-                        out.push(entry);
-                    }
+                };
+                let matcher = globset::GlobBuilder::new(&text)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(invalid)?
+                    .compile_matcher();
+                let base: PathBuf = p
+                    .components()
+                    .take_while(|c| !has_glob(&c.as_os_str().to_string_lossy()))
+                    .collect();
+                let base = if base.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    base
+                };
+                let mut all = Vec::new();
+                match list_local(&base, true, &mut all) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(io_error("glob", pattern, e)),
                 }
-                Ok(out)
+                Ok(all
+                    .into_iter()
+                    .filter(|e| match &e.location {
+                        Location::Local(path) => {
+                            // `./x` walked from `.` matches the pattern `x`.
+                            let path = path.strip_prefix(".").unwrap_or(path);
+                            matcher.is_match(path)
+                        }
+                        Location::Hdfs { .. } => false,
+                    })
+                    .collect())
             }
         }
     }
@@ -666,18 +694,39 @@ impl FileSystems {
     }
 }
 
+/// Lists a local folder (recursively: its whole tree). Symbolic links are followed, as HDFS
+/// has none to stop at: a linked file has its target's length and a linked folder is walked.
+/// A folder reached again through a link (a loop) is walked once.
 fn list_local(dir: &Path, recursive: bool, out: &mut Vec<FileEntry>) -> io::Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    if let Ok(real) = fs::canonicalize(dir) {
+        seen.insert(real);
+    }
+    list_local_in(dir, recursive, out, &mut seen)
+}
+
+fn list_local_in(
+    dir: &Path,
+    recursive: bool,
+    out: &mut Vec<FileEntry>,
+    seen: &mut std::collections::HashSet<PathBuf>,
+) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
-        let meta = entry.metadata()?;
         let path = entry.path();
+        let meta = match fs::metadata(&path) {
+            Ok(m) => m,
+            // A dangling link names nothing to read: its own metadata says so.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => entry.metadata()?,
+            Err(e) => return Err(e),
+        };
         out.push(FileEntry {
             location: Location::Local(path.clone()),
             len: meta.len(),
             is_dir: meta.is_dir(),
         });
-        if recursive && meta.is_dir() {
-            list_local(&path, true, out)?;
+        if recursive && meta.is_dir() && seen.insert(fs::canonicalize(&path)?) {
+            list_local_in(&path, true, out, seen)?;
         }
     }
     Ok(())

@@ -489,3 +489,76 @@ fn gb18030_cut_by_the_encoding_sniff_cleans_as_its_utf8_transcode() {
     assert_eq!(outputs[0].lines().count(), 1200);
     assert_eq!(outputs[0], outputs[1]);
 }
+
+/// A truncated `.gz` fails the run (exit 1) by default; with `--skip-corrupt-files` the
+/// records before the break are kept, the break is one `corrupt_file` reject naming the file
+/// and the line, and the report lists the file with its reason.
+#[test]
+fn a_truncated_gzip_fails_unless_corrupt_files_are_skipped() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    fs::create_dir_all(&raw).unwrap();
+    let mut text = String::from("follower,followee,followed_at,crawl_time\n");
+    for i in 0..20_000u64 {
+        text.push_str(&format!(
+            "{},{},2026-11-01 10:00:00,2026-11-29 23:00:00\n",
+            1_000_000_000 + i,
+            1_000_100_000 + (i * 7919) % 50_000
+        ));
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(text.as_bytes()).unwrap();
+    let whole = gz.finish().unwrap();
+    fs::write(raw.join("follows.csv.gz"), &whole[..whole.len() * 2 / 3]).unwrap();
+    fs::write(
+        raw.join("users.csv"),
+        "uid,screen_name,crawl_time\n1000000000,a,2026-11-29 23:00:00\n",
+    )
+    .unwrap();
+
+    let failed = clean(&raw, &dir.path().join("a"), &[]);
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    assert!(
+        stderr(&failed).contains("follows.csv.gz"),
+        "{}",
+        stderr(&failed)
+    );
+    assert!(!dir.path().join("a/follows").exists());
+
+    let report_path = dir.path().join("report.json");
+    let ok = clean(
+        &raw,
+        &dir.path().join("b"),
+        &[
+            "--skip-corrupt-files",
+            "--report",
+            report_path.to_str().unwrap(),
+        ],
+    );
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let report = report(&report_path);
+    let files = report["clean"]["files"].as_array().unwrap();
+    let gz_file = files
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("follows.csv.gz"))
+        .unwrap();
+    assert!(gz_file["corrupt"].as_str().is_some(), "{gz_file}");
+    let follows = &report["clean"]["entities"]["follows"];
+    let kept = follows["records_out"].as_u64().unwrap();
+    assert!(kept > 1_000 && kept < 20_000, "{follows}");
+    let unattributed = &report["clean"]["unattributed"];
+    assert_eq!(unattributed["rejected_by_reason"]["corrupt_file"], 1);
+    let rejects = fs::read_to_string(
+        dir.path()
+            .join("b/_rejects")
+            .join(format!("dt={DATE}"))
+            .join("rejects.jsonl"),
+    )
+    .unwrap();
+    let line: Value = serde_json::from_str(rejects.lines().next().unwrap()).unwrap();
+    assert_eq!(line["reason"], "corrupt_file");
+    assert!(line["file"].as_str().unwrap().ends_with("follows.csv.gz"));
+    // The break comes after the last record read (line 1 is the header).
+    assert!(line["line"].as_u64().unwrap() > kept + 1, "{line}");
+}

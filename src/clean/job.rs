@@ -64,6 +64,9 @@ pub struct CleanOptions {
     pub date: String,
     /// Force one format for every file instead of detecting it per file.
     pub format: Option<Format>,
+    /// Read a truncated or corrupt compressed file up to where it breaks, and reject the
+    /// rest as `corrupt_file`, instead of failing the run.
+    pub skip_corrupt_files: bool,
     /// Crawl time for records that carry none (UTC ms).
     pub default_crawl_ms: i64,
     /// Largest tolerated `rejected / records_in` per entity.
@@ -89,6 +92,10 @@ pub struct EntityCounts {
     pub duplicates: u64,
     /// Kept rows that point at a user absent from this run's cleaned users.
     pub dangling: u64,
+    /// Kept posts and comments that name no author: MediaCrawler's anonymised notes (a
+    /// `creator_hash`, no uid), comment exports that name commenters by screen name only.
+    /// They are counted among `dangling` too.
+    pub without_author: u64,
 }
 
 /// The job's report.
@@ -478,6 +485,7 @@ pub fn run(
             counts.records_out = outcome.rows_out;
             counts.duplicates += outcome.duplicates;
             counts.dangling = outcome.dangling;
+            counts.without_author = outcome.without_author;
         }
         // Rejects of the run, committed like a partition. Per-file reject logs are
         // concatenated in input order: the same input gives the same file.
@@ -578,7 +586,11 @@ fn read_one(
         let reader = scope.spawn(move || {
             let mut pending: Vec<Item> = Vec::with_capacity(CHUNK_ROWS);
             let mut receiver_gone = false;
-            let summary = raw::read_file(fs, file, options.format, &mut |item| {
+            let read = raw::ReadOptions {
+                format: options.format,
+                skip_corrupt_files: options.skip_corrupt_files,
+            };
+            let summary = raw::read_file(fs, file, read, &mut |item| {
                 if receiver_gone {
                     return;
                 }
@@ -743,10 +755,22 @@ fn write_reject(
     })
 }
 
+/// What writing one partition of an entity gave.
+#[derive(Default)]
+struct PartOutcome {
+    kept: u64,
+    duplicates: u64,
+    dangling: u64,
+    without_author: u64,
+    /// The partition's kept uids (users only).
+    keys: Vec<i64>,
+}
+
 struct EntityOutcome {
     rows_out: u64,
     duplicates: u64,
     dangling: u64,
+    without_author: u64,
     /// The kept keys (filled for users only: the known-user set).
     keys: KnownUsers,
 }
@@ -778,14 +802,14 @@ fn write_entity(
     known_users: &KnownUsers,
     data_page_version: u8,
 ) -> Result<EntityOutcome> {
-    let parts: Vec<(u64, u64, u64, Vec<i64>)> = (0..spill.partitions)
+    let parts: Vec<PartOutcome> = (0..spill.partitions)
         .into_par_iter()
-        .map(|p| -> Result<(u64, u64, u64, Vec<i64>)> {
+        .map(|p| -> Result<PartOutcome> {
             // An entity with no rows still gets part 0 (empty, so the schema is there).
             let batches = match spill.load(entity, p)? {
                 Some(batches) => batches,
                 None if p == 0 => Vec::new(),
-                None => return Ok((0, 0, 0, Vec::new())),
+                None => return Ok(PartOutcome::default()),
             };
             let total: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
             let winners = dedupe(entity, &batches)?;
@@ -803,11 +827,12 @@ fn write_entity(
             }
             let mut writer =
                 partition::ParquetWriter::create_staged(fs, &part, schema::schema(entity), props)?;
-            let mut dangling = 0;
+            let (mut dangling, mut without_author) = (0, 0);
             let mut keys = Vec::new();
             for rows in winners.chunks(GATHER_ROWS) {
                 let out = gather(entity, &batches, rows)?;
                 dangling += count_dangling(entity, &out, known_users);
+                without_author += count_without_author(entity, &out);
                 if entity == Entity::Users {
                     if let Some(uids) = out.column_by_name("uid") {
                         keys.extend_from_slice(uids.as_primitive::<Int64Type>().values());
@@ -816,21 +841,29 @@ fn write_entity(
                 writer.write(&out)?;
             }
             writer.finish()?;
-            Ok((kept, total - kept, dangling, keys))
+            Ok(PartOutcome {
+                kept,
+                duplicates: total - kept,
+                dangling,
+                without_author,
+                keys,
+            })
         })
         .collect::<Result<_>>()?;
     let mut outcome = EntityOutcome {
         rows_out: 0,
         duplicates: 0,
         dangling: 0,
+        without_author: 0,
         keys: KnownUsers::default(),
     };
     // Partition p's keys at index p: users' keys are (uid, 0), hashed as `contains` does.
-    for (kept, dups, dangling, keys) in parts {
-        outcome.rows_out += kept;
-        outcome.duplicates += dups;
-        outcome.dangling += dangling;
-        outcome.keys.by_partition.push(keys);
+    for part in parts {
+        outcome.rows_out += part.kept;
+        outcome.duplicates += part.duplicates;
+        outcome.dangling += part.dangling;
+        outcome.without_author += part.without_author;
+        outcome.keys.by_partition.push(part.keys);
     }
     Ok(outcome)
 }
@@ -935,6 +968,16 @@ fn gather(entity: Entity, batches: &[RecordBatch], rows: &[(usize, usize)]) -> R
         })
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(schema, columns).map_err(arrow_err("batch"))
+}
+
+/// Kept posts and comments whose author is unknown (a null uid).
+fn count_without_author(entity: Entity, batch: &RecordBatch) -> u64 {
+    match entity {
+        Entity::Posts | Entity::Comments => batch
+            .column_by_name("uid")
+            .map_or(0, |uid| uid.null_count() as u64),
+        _ => 0,
+    }
 }
 
 fn count_dangling(entity: Entity, batch: &RecordBatch, known: &KnownUsers) -> u64 {

@@ -76,6 +76,20 @@ const CSV_DIALECTS: &[(&str, &str)] = &[
         "/raw/mediacrawler/detail_comments_2026-11-29.csv",
         include_str!("../../sample_data/crawlers/mediacrawler/csv/detail_comments_2026-11-29.csv"),
     ),
+    (
+        "/raw/weibo/王一博/1500000023.csv",
+        include_str!("../../sample_data/crawlers/weibo-crawler/weibo/王一博/1500000023.csv"),
+    ),
+    (
+        "/raw/weibo/何炅/何炅_comments.csv",
+        include_str!("../../sample_data/crawlers/weibo-crawler/weibo/何炅/何炅_comments.csv"),
+    ),
+    (
+        "/raw/data/weibo/search_notes_2023-12-01.csv",
+        include_str!(
+            "../../sample_data/crawlers/mediacrawler/data/weibo/search_notes_2023-12-01.csv"
+        ),
+    ),
 ];
 
 /// The crawler JSON lines files of `sample_data/` (each record is mapped by its keys).
@@ -88,6 +102,18 @@ const JSONL_DIALECTS: &[&str] = &[
     include_str!("../../sample_data/crawlers/mediacrawler/jsonl/creator_creators_2026-11-29.jsonl"),
     include_str!("../../sample_data/crawlers/mediacrawler/jsonl/search_comments_2026-11-29.jsonl"),
     include_str!("../../sample_data/crawlers/mediacrawler/jsonl/search_contents_2026-11-29.jsonl"),
+    include_str!("../../sample_data/crawlers/mediacrawler/jsonl/search_contents_2026-11-30.jsonl"),
+    include_str!("../../sample_data/crawlers/mediacrawler/jsonl/search_comments_2026-11-30.jsonl"),
+    include_str!("../../sample_data/crawlers/nghuyong/tweet_spider_by_user_id_20261129230000.jsonl"),
+    include_str!(
+        "../../sample_data/crawlers/nghuyong/search_样例_61_1_2026-11-28-0_2026-11-29-0_20261129230000.jsonl"
+    ),
+    include_str!("../../sample_data/crawlers/nghuyong-2020/Tweets.json"),
+    include_str!("../../sample_data/crawlers/nghuyong-2020/Relationships.json"),
+    include_str!("../../sample_data/crawlers/nghuyong-2020/Comments.json"),
+    include_str!("../../sample_data/crawlers/nghuyong-2020/Reposts.json"),
+    include_str!("../../sample_data/crawlers/nghuyong-2020/Users.json"),
+    include_str!("../../sample_data/crawlers/weibo-crawler/weibo_data/王一博/1500000023.json"),
 ];
 
 fn run_csv_at(bytes: &[u8], path: &str) -> Vec<Item> {
@@ -160,7 +186,7 @@ proptest! {
 
     /// Every crawler JSON lines shape: a sample record's keys, each with a value from any
     /// sample record of that file (nested objects included), an arbitrary value, or left
-    /// out. One item per line, and cleaning it does not panic.
+    /// out. Every record is accounted for, and cleaning it does not panic.
     #[test]
     fn jsonl_dialects_map_any_values_without_panic(
         file in 0..JSONL_DIALECTS.len(),
@@ -187,9 +213,20 @@ proptest! {
                 }
             }
         }
+        // One item per line; a weibo-crawler user object holds one record per thing in it:
+        // the user, each post, and each post's reposted original.
+        let expected = match (object.get("user"), object.get("weibo")) {
+            (Some(Value::Object(_)), Some(Value::Array(posts))) => {
+                1 + posts
+                    .iter()
+                    .map(|p| 1 + usize::from(matches!(p.get("retweet"), Some(Value::Object(_)))))
+                    .sum::<usize>()
+            }
+            _ => 1,
+        };
         let line = format!("{}\n", Value::Object(object));
         let items = run_jsonl(line.as_bytes());
-        prop_assert_eq!(items.len(), 1);
+        prop_assert_eq!(items.len(), expected);
         clean_all(&items);
     }
 
@@ -279,6 +316,26 @@ proptest! {
         let input = format!("follower,followee,followed_at,crawl_time\n{text}");
         let items = run_csv(input.as_bytes());
         prop_assert_eq!(items.len(), csv_records(input.as_bytes()));
+        clean_all(&items);
+    }
+
+    /// Every crawler sample, cut at any byte: the readers never panic, every record the cut
+    /// file still holds is accounted for as a record or a reject, and every reject carries
+    /// a line and a reason.
+    #[test]
+    fn every_sample_cut_anywhere_reads_without_panic(file in 0..CSV_DIALECTS.len() + JSONL_DIALECTS.len(), cut in 0.0f64..1.0) {
+        let (path, text, csv) = match CSV_DIALECTS.get(file) {
+            Some((path, text)) => (*path, *text, true),
+            None => ("/raw/x.jsonl", JSONL_DIALECTS[file - CSV_DIALECTS.len()], false),
+        };
+        let bytes = &text.as_bytes()[..(text.len() as f64 * cut) as usize];
+        let items = if csv { run_csv_at(bytes, path) } else { run_jsonl(bytes) };
+        if csv {
+            prop_assert_eq!(items.len(), csv_records(bytes));
+        }
+        for item in &items {
+            prop_assert!(item.line() > 0);
+        }
         clean_all(&items);
     }
 }

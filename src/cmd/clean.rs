@@ -49,6 +49,10 @@ pub struct Args {
     /// Fail (exit 3, nothing committed) when an entity rejects more than this fraction
     #[arg(long, default_value_t = 0.05, value_name = "R")]
     max_reject_ratio: f64,
+    /// Read a truncated or corrupt .gz/.zst up to where it breaks and reject the rest as one
+    /// corrupt_file (listed in the report) instead of failing the run with exit 1
+    #[arg(long)]
+    skip_corrupt_files: bool,
     /// Local folder for spill files [default: the system temp folder]
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<std::path::PathBuf>,
@@ -97,6 +101,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         output: args.output,
         date: args.date.format("%Y-%m-%d").to_string(),
         format: args.format.0,
+        skip_corrupt_files: args.skip_corrupt_files,
         default_crawl_ms,
         max_reject_ratio: args.max_reject_ratio,
         spill_dir: args.spill_dir,
@@ -144,8 +149,8 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
 
 fn print_summary(r: &CleanReport) {
     eprintln!(
-        "{:<14} {:>10} {:>10} {:>9} {:>10} {:>9}  rejects by reason",
-        "entity", "records_in", "records_out", "rejected", "duplicates", "dangling"
+        "{:<14} {:>10} {:>10} {:>9} {:>10} {:>9} {:>9}  rejects by reason",
+        "entity", "records_in", "records_out", "rejected", "duplicates", "dangling", "no_author"
     );
     let rows = r
         .entities
@@ -162,14 +167,23 @@ fn print_summary(r: &CleanReport) {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         eprintln!(
-            "{name:<14} {:>10} {:>10} {:>9} {:>10} {:>9}  {}",
+            "{name:<14} {:>10} {:>10} {:>9} {:>10} {:>9} {:>9}  {}",
             c.records_in,
             c.records_out,
             c.rejected,
             c.duplicates,
             c.dangling,
+            c.without_author,
             reasons.join(" ")
         );
+    }
+    for f in &r.files {
+        if let Some(reason) = f.skipped {
+            eprintln!("skipped {}: {reason}", f.path);
+        }
+        if let Some(reason) = &f.corrupt {
+            eprintln!("corrupt {}: {reason}", f.path);
+        }
     }
     eprintln!(
         "{} files, {:.1} MB in {:.2}s ({:.1} MB/s){}",

@@ -36,6 +36,9 @@ pub enum Reject {
     UnknownFormat,
     /// An internal id with no real uid (AMiner graph: outside `uidlist.txt`, or no list).
     UnmappedId,
+    /// The rest of a compressed file that breaks off (`--skip-corrupt-files`): one reject at
+    /// the line where it broke.
+    CorruptFile,
 }
 
 impl Reject {
@@ -55,6 +58,7 @@ impl Reject {
             Reject::InvalidEncoding => "invalid_encoding",
             Reject::UnknownRecord => "unknown_record",
             Reject::UnknownFormat => "unknown_format",
+            Reject::CorruptFile => "corrupt_file",
         }
     }
 }

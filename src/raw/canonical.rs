@@ -227,6 +227,16 @@ fn emit_value(value: Value, line: u64, text: &str, emit: &mut dyn FnMut(Item)) -
         return None;
     };
     // Known crawler shapes first (their keys would not name one of our entities).
+    if let Some(records) = super::weibo_crawler_json::map(&object) {
+        for (entity, record) in records {
+            emit(Item::Record {
+                line,
+                entity,
+                record,
+            });
+        }
+        return Some(Dialect::WeiboCrawlerJson);
+    }
     let crawler = super::nghuyong::map(&object)
         .map(|m| (Dialect::NghuyongJsonl, m))
         .or_else(|| super::mediacrawler::map(&object).map(|m| (Dialect::MediacrawlerJsonl, m)));

@@ -31,10 +31,12 @@ pub enum Dialect {
     MediacrawlerCsv,
     MediacrawlerJsonl,
     MediacrawlerJson,
-    /// weibo-crawler's per-user posts CSV, `users.csv` and comments export.
+    /// weibo-crawler's per-user posts CSV, `users.csv` and comments export, and (since
+    /// 2026-03) its per-user JSON.
     WeiboCrawlerPosts,
     WeiboCrawlerUsers,
     WeiboCrawlerComments,
+    WeiboCrawlerJson,
     /// weiboSpider's per-user posts CSV.
     WeibospiderPosts,
 }
@@ -56,6 +58,7 @@ impl Dialect {
             Dialect::WeiboCrawlerPosts => "weibo-crawler-posts",
             Dialect::WeiboCrawlerUsers => "weibo-crawler-users",
             Dialect::WeiboCrawlerComments => "weibo-crawler-comments",
+            Dialect::WeiboCrawlerJson => "weibo-crawler-json",
             Dialect::WeibospiderPosts => "weibospider-posts",
         }
     }

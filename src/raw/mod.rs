@@ -17,6 +17,7 @@ pub mod canonical;
 pub mod mapping;
 pub mod mediacrawler;
 pub mod nghuyong;
+pub mod weibo_crawler_json;
 pub mod weibospider;
 
 use std::io::{self, BufRead, BufReader, Read};
@@ -94,6 +95,14 @@ pub struct FileSummary {
     pub encoding: &'static str,
     pub compression: &'static str,
     pub bytes: u64,
+    /// Why the file was not read: a crawler's sidecar that is not data (weiboSpider's `.txt`
+    /// summary, weibo-crawler's markdown). Its lines are neither records nor rejects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<&'static str>,
+    /// Why the file's records stop short: a compressed stream that breaks off, read with
+    /// `--skip-corrupt-files` (one `corrupt_file` reject stands for the rest of it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrupt: Option<String>,
     /// What the reader noticed about the file as a whole (AMiner flags, a missing uid list).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -212,6 +221,26 @@ impl<R: BufRead> BufRead for StripBom<R> {
     }
 }
 
+/// Why a file is a crawler's sidecar rather than data, from its name and first bytes: the
+/// markdown page weibo-crawler writes per user, and weiboSpider's `.txt` summary per user
+/// (it opens with `用户信息`, "user info").
+pub fn sidecar(name: &str, sample: &[u8]) -> Option<&'static str> {
+    let base = name
+        .trim_end_matches(".gz")
+        .trim_end_matches(".zst")
+        .trim_end_matches(".zstd");
+    if base.ends_with(".md") || base.ends_with(".markdown") {
+        return Some("markdown, not data (weibo-crawler writes one per user)");
+    }
+    let text = sample
+        .strip_prefix(b"\xef\xbb\xbf".as_slice())
+        .unwrap_or(sample);
+    if base.ends_with(".txt") && text.starts_with("用户信息".as_bytes()) {
+        return Some("a per-user summary, not data (weiboSpider's .txt writer)");
+    }
+    None
+}
+
 /// Picks the format of a file from its name and first bytes.
 pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
     let base = name
@@ -241,42 +270,108 @@ pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
     None
 }
 
+/// How to read the input files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadOptions {
+    /// The reader to use for every file; `None`: detected per file.
+    pub format: Option<Format>,
+    /// A compressed file that breaks off (truncated or corrupt `.gz`/`.zst`) becomes one
+    /// `corrupt_file` reject at the line where it broke, after the records read before it,
+    /// instead of failing the run (Spark's `ignoreCorruptFiles`).
+    pub skip_corrupt_files: bool,
+}
+
+/// Whether a read error of a compressed file is its own corruption (a truncated or damaged
+/// stream) rather than the storage failing.
+fn is_corruption(compression: &str, e: &io::Error) -> bool {
+    use io::ErrorKind::*;
+    compression != "none" && matches!(e.kind(), UnexpectedEof | InvalidData | InvalidInput | Other)
+}
+
 /// Reads one file, emitting one [`Item`] per record.
 pub fn read_file(
     fs: &FileSystems,
     file: &FileEntry,
-    format: Option<Format>,
+    options: ReadOptions,
     emit: &mut dyn FnMut(Item),
 ) -> Result<FileSummary> {
-    let (mut reader, compression, encoding) = open_text(fs, file)?;
     let name = file.location.file_name().unwrap_or_default();
     let path_hint = file.location.to_string();
-    let format = match format {
-        Some(f) => Some(f),
-        None => {
-            let sample = reader.fill_buf().map_err(|e| Error::Io {
-                op: "read",
-                path: path_hint.clone(),
-                source: e,
-            })?;
-            detect_format(&name, sample)
-        }
+    let summary = |compression, encoding| FileSummary {
+        path: path_hint.clone(),
+        format: None,
+        encoding,
+        compression,
+        bytes: file.len,
+        skipped: None,
+        corrupt: None,
+        warnings: Vec::new(),
     };
-    let io_err = |e: io::Error| Error::Io {
+    // The last line handed over, for where a corrupt stream broke off.
+    let last_line = std::cell::Cell::new(0u64);
+    let mut emit = |item: Item| {
+        last_line.set(last_line.get().max(item.line()));
+        emit(item)
+    };
+    let corrupt = |e: &io::Error, line: u64, emit: &mut dyn FnMut(Item)| {
+        let reason = format!("the stream breaks off: {e}");
+        log::warn!("{path_hint}: skipped from line {line}, {reason}");
+        emit(Item::Rejected {
+            line,
+            entity: None,
+            reason: Reject::CorruptFile,
+            excerpt: excerpt(&reason),
+        });
+        reason
+    };
+    let compression_of = if name.ends_with(".gz") {
+        "gzip"
+    } else if name.ends_with(".zst") || name.ends_with(".zstd") {
+        "zstd"
+    } else {
+        "none"
+    };
+    let (mut reader, compression, encoding) = match open_text(fs, file) {
+        Ok(opened) => opened,
+        Err(Error::Io { source, .. })
+            if options.skip_corrupt_files && is_corruption(compression_of, &source) =>
+        {
+            let reason = corrupt(&source, 1, &mut emit);
+            return Ok(FileSummary {
+                corrupt: Some(reason),
+                ..summary(compression_of, "unknown")
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let sample = reader.fill_buf().map_err(|e| Error::Io {
         op: "read",
         path: path_hint.clone(),
         source: e,
+    })?;
+    // A sidecar is reported, not read, unless the format was forced.
+    let skipped = options
+        .format
+        .is_none()
+        .then(|| sidecar(&name, sample))
+        .flatten();
+    let format = match (options.format, skipped) {
+        (Some(f), _) => Some(f),
+        (None, Some(_)) => None,
+        (None, None) => detect_format(&name, sample),
     };
+    if let Some(reason) = skipped {
+        log::info!("{path_hint}: skipped, {reason}");
+        return Ok(FileSummary {
+            skipped: Some(reason),
+            ..summary(compression, encoding)
+        });
+    }
     let mut warnings = Vec::new();
     // What the header or the records said the file is, more precisely than its format.
-    let mut dialect = None;
-    match format {
-        Some(Format::CanonicalCsv) => {
-            dialect = canonical::read_csv(reader, &path_hint, emit).map_err(io_err)?
-        }
-        Some(Format::CanonicalJsonl) => {
-            dialect = canonical::read_jsonl(reader, emit).map_err(io_err)?
-        }
+    let read: io::Result<Option<Dialect>> = match format {
+        Some(Format::CanonicalCsv) => canonical::read_csv(reader, &path_hint, &mut emit),
+        Some(Format::CanonicalJsonl) => canonical::read_jsonl(reader, &mut emit),
         Some(Format::AminerNetwork) => {
             let uids = aminer_uidlist(fs, file)?;
             let every = if file.len < 64 << 20 {
@@ -284,23 +379,48 @@ pub fn read_file(
             } else {
                 aminer::SAMPLE
             };
-            warnings =
-                aminer::read_network(reader, uids.as_deref(), every, emit).map_err(io_err)?;
-            for w in &warnings {
-                log::warn!("{path_hint}: {w}");
-            }
+            aminer::read_network(reader, uids.as_deref(), every, &mut emit).map(|w| {
+                for w in &w {
+                    log::warn!("{path_hint}: {w}");
+                }
+                warnings = w;
+                None
+            })
         }
-        Some(Format::AminerUidlist) => {}
-        None => reject_every_line(reader, Reject::UnknownFormat, emit).map_err(io_err)?,
-    }
+        Some(Format::AminerUidlist) => Ok(None),
+        None => reject_every_line(reader, Reject::UnknownFormat, &mut emit).map(|()| None),
+    };
+    let (dialect, corrupted) = match read {
+        Ok(dialect) => (dialect, None),
+        Err(e) if options.skip_corrupt_files && is_corruption(compression, &e) => {
+            let line = last_line.get() + 1;
+            (None, Some(corrupt(&e, line, &mut emit)))
+        }
+        Err(e) => {
+            return Err(Error::Io {
+                op: "read",
+                path: path_hint.clone(),
+                source: e,
+            })
+        }
+    };
     Ok(FileSummary {
-        path: path_hint,
         format: dialect.or(format.map(Format::dialect)),
-        encoding,
-        compression,
-        bytes: file.len,
+        corrupt: corrupted,
         warnings,
+        ..summary(compression, encoding)
     })
+}
+
+impl Item {
+    /// The line the item is at.
+    pub fn line(&self) -> u64 {
+        match self {
+            Item::Record { line, .. }
+            | Item::Rejected { line, .. }
+            | Item::RepeatedHeader { line, .. } => *line,
+        }
+    }
 }
 
 /// The uid list beside an AMiner network file (plain or compressed), if there is one.

@@ -63,11 +63,21 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
             field.and_then(|f| entity.field_index(f))
         })
         .collect::<Vec<_>>();
-    // Some 2025 files write `live_photo_url` in the rows but not in the header: rows one
-    // (or, with repost columns, two) fields longer than the header are read with an unnamed
-    // column after `视频url` (and after `源微博视频url`).
     let mut wider = Vec::new();
-    if !has("Live Photo视频url") {
+    if !full_date {
+        // 2022-04 to 2024-01: every row has the full time, unlabelled, right after `日期`
+        // (which then holds a date only), and every later column one to the right. A row one
+        // field longer than such a header takes its time from there.
+        if let Some(i) = names.iter().position(|n| n == "日期") {
+            let mut shifted = mapping.clone();
+            let created_at = shifted[i].take();
+            shifted.insert(i + 1, created_at);
+            wider.push(shifted);
+        }
+    } else if !has("Live Photo视频url") {
+        // Some 2025 files write `live_photo_url` in the rows but not in the header: rows one
+        // (or, with repost columns, two) fields longer than the header are read with an
+        // unnamed column after `视频url` (and after `源微博视频url`).
         let mut shifted = mapping.clone();
         for video in ["视频url", "源微博视频url"] {
             if let Some(i) = shifted_position(names, &shifted, video) {
