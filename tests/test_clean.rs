@@ -2,7 +2,7 @@
 //! accounting identity, reruns, and the reject budget. (The HDFS twin of these runs lives in
 //! `test_clean_hdfs`, behind the integration switch.)
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -561,4 +561,57 @@ fn a_truncated_gzip_fails_unless_corrupt_files_are_skipped() {
     assert!(line["file"].as_str().unwrap().ends_with("follows.csv.gz"));
     // The break comes after the last record read (line 1 is the header).
     assert!(line["line"].as_u64().unwrap() > kept + 1, "{line}");
+}
+
+/// The report says what every file was read as; sidecars that are not data (weibo-crawler's
+/// markdown, weiboSpider's `.txt` summary) are listed as skipped, with the reason, and are
+/// neither records nor rejects.
+#[test]
+fn the_report_names_each_files_dialect_and_lists_sidecars_as_skipped() {
+    let out = tempfile::tempdir().unwrap();
+    let report_path = out.path().join("report.json");
+    let result = clean(
+        &sample_dir().join("crawlers"),
+        &out.path().join("clean"),
+        // The crawlers' reposts alone are mostly id-less 2020 records.
+        &[
+            "--max-reject-ratio",
+            "1",
+            "--report",
+            report_path.to_str().unwrap(),
+        ],
+    );
+    assert!(result.status.success(), "{}", stderr(&result));
+    let report = report(&report_path);
+    let mut skipped = Vec::new();
+    for file in report["clean"]["files"].as_array().unwrap() {
+        let path = file["path"].as_str().unwrap();
+        match file["skipped"].as_str() {
+            Some(reason) => {
+                assert!(file["format"].is_null(), "{file}");
+                assert!(reason.contains("not data"), "{file}");
+                skipped.push(path.rsplit('/').next().unwrap().to_string());
+            }
+            None => assert!(file["format"].as_str().is_some(), "{file}"),
+        }
+    }
+    skipped.sort();
+    assert_eq!(skipped, ["1500000023.md", "2803301701.txt"]);
+    assert!(stderr(&result).contains("skipped"), "{}", stderr(&result));
+    let unattributed = &report["clean"]["unattributed"];
+    assert_eq!(unattributed["records_in"], 0, "{unattributed}");
+    let formats: BTreeSet<&str> = report["clean"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["format"].as_str())
+        .collect();
+    for dialect in [
+        "weibo-crawler-json",
+        "weibo-crawler-posts",
+        "nghuyong-jsonl",
+        "mediacrawler-csv",
+    ] {
+        assert!(formats.contains(dialect), "{dialect} not in {formats:?}");
+    }
 }

@@ -81,6 +81,10 @@ const CSV_DIALECTS: &[(&str, &str)] = &[
         include_str!("../../sample_data/crawlers/weibo-crawler/weibo/王一博/1500000023.csv"),
     ),
     (
+        "/raw/weibo/宋茜/1500000071.csv",
+        include_str!("../../sample_data/crawlers/weibo-crawler/weibo/宋茜/1500000071.csv"),
+    ),
+    (
         "/raw/weibo/何炅/何炅_comments.csv",
         include_str!("../../sample_data/crawlers/weibo-crawler/weibo/何炅/何炅_comments.csv"),
     ),

@@ -325,4 +325,31 @@ mod tests {
         let mut pair = vec![1u64 << 32 | 2 | 1 << 63, 2u64 << 32 | 1 | 1 << 63];
         assert_eq!(flag_disagreements(&mut pair), 0);
     }
+
+    proptest::proptest! {
+        /// Arbitrary bytes, and the sample network cut anywhere: no panic, and every item
+        /// names a line (a reject also a reason, by its type).
+        #[test]
+        fn any_bytes_or_a_cut_network_read_without_panic(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..1024),
+            cut in 0.0f64..1.0,
+        ) {
+            let sample = include_str!("../../sample_data/crawlers/aminer/weibo_network.txt");
+            let uids: Vec<Option<i64>> = (0..64).map(|i| Some(1_000_000_000 + i)).collect();
+            let cut = &sample.as_bytes()[..(sample.len() as f64 * cut) as usize];
+            for input in [&bytes[..], cut] {
+                let mut items = Vec::new();
+                let read = read_network(
+                    Box::new(io::Cursor::new(input.to_vec())),
+                    Some(&uids),
+                    1,
+                    &mut |i| items.push(i),
+                );
+                proptest::prop_assert!(read.is_ok());
+                for item in &items {
+                    proptest::prop_assert!(item.line() > 0);
+                }
+            }
+        }
+    }
 }
