@@ -202,6 +202,8 @@ pub struct CsvTimes {
     pub create_time: Option<usize>,
     pub last_modify_ts: Option<usize>,
     pub parent_comment_id: Option<usize>,
+    /// The text, which older versions wrote as the API's HTML.
+    pub content: Option<usize>,
 }
 
 /// A JSON value as a field's text: strings as they are, numbers and booleans written out, a

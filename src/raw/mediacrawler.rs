@@ -103,8 +103,95 @@ fn set_created_at(
 }
 
 fn mapped_value(theirs: &str, value: String) -> Option<String> {
-    // A top-level comment's parent is written as 0.
-    (!(theirs == "parent_comment_id" && value.trim() == "0")).then_some(value)
+    match theirs {
+        // A top-level comment's parent is written as 0.
+        "parent_comment_id" if value.trim() == "0" => None,
+        "content" => Some(html_text(&value).unwrap_or(value)),
+        _ => Some(value),
+    }
+}
+
+/// The text of content written as the Weibo API's HTML (MediaCrawler's files of December
+/// 2023): `<br>` is a line break, an emoticon's `<img alt="[doge]">` is its alt text, other
+/// tags go, and entities are decoded. `None` when the text holds no tag (then it is kept as
+/// it is, `&` and all): a lone `<` as in `<3` is text, not a tag.
+pub fn html_text(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    let mut tags = 0;
+    while let Some(at) = rest.find('<') {
+        let after = &rest[at + 1..];
+        let is_tag = after
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '/' || c == '!');
+        let end = is_tag.then(|| tag_end(after)).flatten();
+        let Some(end) = end else {
+            out.push_str(&rest[..at + 1]);
+            rest = after;
+            continue;
+        };
+        out.push_str(&rest[..at]);
+        let tag = &after[..end];
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        match name.as_str() {
+            "br" => out.push('\n'),
+            "img" => out.push_str(&attribute(tag, "alt").unwrap_or_default()),
+            _ => {}
+        }
+        tags += 1;
+        rest = &after[end + 1..];
+    }
+    if tags == 0 {
+        return None;
+    }
+    out.push_str(rest);
+    Some(html_escape::decode_html_entities(&out).into_owned())
+}
+
+/// Where a tag's closing `>` is in `s` (the text after its `<`), quotes respected.
+fn tag_end(s: &str) -> Option<usize> {
+    let mut quote = None;
+    for (i, c) in s.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '>') => return Some(i),
+            (None, '<') => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The value of attribute `name` in a tag's text (`img alt="[doge]" src=...`), quoted or not.
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let lower = tag.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(name) {
+        let at = from + i;
+        let before_ok = lower[..at].ends_with(|c: char| c.is_ascii_whitespace());
+        let value = lower[at + name.len()..].trim_start();
+        if before_ok && value.starts_with('=') {
+            let start = tag.len() - value.len() + 1;
+            let v = tag[start..].trim_start();
+            let v = match v.chars().next() {
+                Some(q @ ('"' | '\'')) => v[1..].split(q).next().unwrap_or(""),
+                _ => v
+                    .split(|c: char| c.is_ascii_whitespace() || c == '/')
+                    .next()
+                    .unwrap_or(""),
+            };
+            return Some(html_escape::decode_html_entities(v).into_owned());
+        }
+        from = at + name.len();
+    }
+    None
 }
 
 /// The canonical record of a MediaCrawler JSON object, if it has one of the known shapes.
@@ -142,6 +229,7 @@ pub fn header(names: &[String]) -> Option<Mapped> {
         create_time: column("create_time"),
         last_modify_ts: column("last_modify_ts"),
         parent_comment_id: column("parent_comment_id"),
+        content: column("content"),
     });
     Some(Mapped {
         mediacrawler: times,
@@ -168,6 +256,9 @@ pub fn fix_row<'a>(
     if get(times.parent_comment_id).is_some_and(|p| p.trim() == "0") {
         // The mapping copied the 0; a later set of the same field wins.
         record.set(entity, "reply_to_cid", "");
+    }
+    if let Some(text) = get(times.content).and_then(html_text) {
+        record.set(entity, "text", text);
     }
 }
 
@@ -233,5 +324,22 @@ mod tests {
             unskewed("1733000000", Some(1_733_000_100_000)),
             "1732971200"
         );
+    }
+
+    #[test]
+    fn api_html_becomes_text() {
+        let html = "转发理由<br /><a href='/n/x'>@某人</a>:<span class=\"url-icon\"><img alt=[doge] src=\"https://h5.sinaimg.cn/m/emoticon/icon/others/d_doge.png\" style=\"width:1em\"></span> 好&amp;坏 &lt;3";
+        assert_eq!(
+            html_text(html).as_deref(),
+            Some("转发理由\n@某人:[doge] 好&坏 <3")
+        );
+        assert_eq!(
+            html_text("<IMG ALT=\"[笑cry]\" SRC=x>ok").as_deref(),
+            Some("[笑cry]ok")
+        );
+        // No tag: kept as it is, entities and all.
+        assert_eq!(html_text("I <3 weibo & you"), None);
+        assert_eq!(html_text("a < b > c"), None);
+        assert_eq!(html_text("<unclosed"), None);
     }
 }
