@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Clean peer: a CSV with a header, one row kept per KEY, written as zstd Parquet by DuckDB.
+"""Clean peer: CSV with a header, one row kept per KEY, written as zstd Parquet by DuckDB.
 
-    duckdb_clean_csv.py IN.csv OUT.parquet KEY [THREADS]
+    duckdb_clean_csv.py IN OUT.parquet KEY[,KEY...] [THREADS] [MEMORY_LIMIT]
 
-Rows whose KEY is empty (NULL) are dropped; of rows sharing a KEY, DuckDB keeps one.
+IN is a file or a glob of files. Rows whose first KEY is empty (NULL) are dropped; of rows
+sharing the KEY columns, DuckDB keeps one. MEMORY_LIMIT is DuckDB's `memory_limit` (`1GB`).
 Prints one JSON line: peer, job, input_mb, seconds, mb_per_s, peak_rss_mb, threads.
 """
+import glob
 import json
 import os
 import resource
@@ -26,21 +28,23 @@ def sql_name(value):
 
 
 def main(argv):
-    if len(argv) not in (3, 4):
+    if len(argv) not in (3, 4, 5):
         sys.exit(__doc__)
-    source, target, key = argv[0], argv[1], argv[2]
-    threads = int(argv[3]) if len(argv) == 4 else 2
+    source, target, keys = argv[0], argv[1], argv[2].split(",")
+    threads = int(argv[3]) if len(argv) >= 4 else 2
 
     db = duckdb.connect()
     db.execute(f"SET threads = {threads}")
-    column = sql_name(key)
-    query = (f"SELECT DISTINCT ON ({column}) * FROM read_csv({sql_text(source)}, header = true) "
-             f"WHERE {column} IS NOT NULL")
+    if len(argv) == 5:
+        db.execute(f"SET memory_limit = {sql_text(argv[4])}")
+    columns = ", ".join(sql_name(k) for k in keys)
+    query = (f"SELECT DISTINCT ON ({columns}) * FROM read_csv({sql_text(source)}, header = true) "
+             f"WHERE {sql_name(keys[0])} IS NOT NULL")
     started = time.perf_counter()
     db.execute(f"COPY ({query}) TO {sql_text(target)} (FORMAT parquet, COMPRESSION zstd)")
     elapsed = time.perf_counter() - started
 
-    input_mb = os.path.getsize(source) / 1e6
+    input_mb = sum(os.path.getsize(f) for f in glob.glob(source)) / 1e6
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(json.dumps({
         "peer": "duckdb",
