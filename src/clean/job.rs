@@ -54,6 +54,16 @@ const SPILL_BUFFER_BYTES: usize = 64 << 20;
 /// encoder reads back while they are still in cache, instead of a whole partition's copy in
 /// freshly faulted memory.
 const GATHER_ROWS: usize = 4096;
+/// Gathers per partition, at most: one gather looks at every spilled batch of the partition
+/// (its type and nulls), so a few large gathers keep that look a small share of the work
+/// however many batches the partition has (docs/design/clean.md). By rows, not by batches,
+/// so the output's pages are the same from run to run.
+const GATHERS_PER_PARTITION: usize = 16;
+
+/// Rows a gather takes from a partition of `rows` output rows.
+fn gather_rows(rows: usize) -> usize {
+    GATHER_ROWS.max(rows.div_ceil(GATHERS_PER_PARTITION))
+}
 
 /// What to clean and where to put it.
 #[derive(Clone, Debug)]
@@ -164,10 +174,15 @@ impl Counters {
 
 /// One partition of one entity between the passes: the batches held in memory (while the
 /// set's budget allows) and the spill file the rest went to (opened at its first batch).
+/// Each chunk of pass 1 gives a partition a few rows only (a chunk spreads over every
+/// partition): they wait in `pending` until there are enough to make one batch, so a
+/// partition's batches stay few and large however many chunks the input has.
 #[derive(Default)]
 struct SpillSlot {
     held: Vec<RecordBatch>,
     file: Option<FileWriter<BufWriter<File>>>,
+    pending: Vec<RecordBatch>,
+    pending_bytes: u64,
 }
 
 struct SpillSet {
@@ -175,6 +190,8 @@ struct SpillSet {
     partitions: usize,
     /// Write buffer of each spill file.
     buffer: usize,
+    /// Bytes of rows a slot gathers before they become one batch.
+    coalesce: u64,
     slots: HashMap<(Entity, usize), Mutex<SpillSlot>>,
     /// Bytes (Arrow's measure of the batches) slots may hold in memory, and hold now.
     memory_budget: u64,
@@ -200,6 +217,8 @@ impl SpillSet {
             dir,
             partitions,
             buffer: (SPILL_BUFFER_BYTES / files.max(1)).clamp(16 << 10, 1 << 20),
+            // The pending rows of all slots share as much again as the write buffers.
+            coalesce: (SPILL_BUFFER_BYTES / files.max(1)).clamp(64 << 10, 4 << 20) as u64,
             slots,
         })
     }
@@ -215,13 +234,32 @@ impl SpillSet {
 
     fn append(&self, entity: Entity, partition: usize, rows: &[(u64, &Row<'_>)]) -> Result<()> {
         let batch = columns::spill_batch(entity, rows).map_err(arrow_err("build batch"))?;
-        // Held while the budget allows; past it, to the partition's file. Which batches are
-        // held changes nothing downstream: a partition is all its batches, wherever they are,
-        // and dedupe orders rows by key, crawl time and input position, not by batch.
         let size = batch.get_array_memory_size() as u64;
         let mut slot = self.slots[&(entity, partition)]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
+        slot.pending.push(batch);
+        slot.pending_bytes += size;
+        if slot.pending_bytes < self.coalesce {
+            return Ok(());
+        }
+        self.place(entity, partition, &mut slot)
+    }
+
+    /// Makes a slot's pending rows one batch, held while the budget allows, else written to
+    /// the partition's file. Which batches are held changes nothing downstream: a partition
+    /// is all its batches, wherever they are, and dedupe orders rows by key, crawl time and
+    /// input position, not by batch.
+    fn place(&self, entity: Entity, partition: usize, slot: &mut SpillSlot) -> Result<()> {
+        let pending = std::mem::take(&mut slot.pending);
+        slot.pending_bytes = 0;
+        let batch = match pending.len() {
+            0 => return Ok(()),
+            1 => pending.into_iter().next().expect("one batch"),
+            _ => arrow::compute::concat_batches(&pending[0].schema(), &pending)
+                .map_err(arrow_err("coalesce spill"))?,
+        };
+        let size = batch.get_array_memory_size() as u64;
         if self.held.fetch_add(size, Ordering::Relaxed) + size <= self.memory_budget {
             slot.held.push(batch);
             return Ok(());
@@ -244,8 +282,10 @@ impl SpillSet {
     }
 
     fn finish(&self) -> Result<()> {
-        for slot in self.slots.values() {
-            if let Some(mut writer) = slot.lock().unwrap_or_else(|p| p.into_inner()).file.take() {
+        for (&(entity, partition), slot) in &self.slots {
+            let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+            self.place(entity, partition, &mut slot)?;
+            if let Some(mut writer) = slot.file.take() {
                 writer.finish().map_err(arrow_err("spill"))?;
                 writer
                     .into_inner()
@@ -829,7 +869,7 @@ fn write_entity(
                 partition::ParquetWriter::create_staged(fs, &part, schema::schema(entity), props)?;
             let (mut dangling, mut without_author) = (0, 0);
             let mut keys = Vec::new();
-            for rows in winners.chunks(GATHER_ROWS) {
+            for rows in winners.chunks(gather_rows(winners.len())) {
                 let out = gather(entity, &batches, rows)?;
                 dangling += count_dangling(entity, &out, known_users);
                 without_author += count_without_author(entity, &out);
