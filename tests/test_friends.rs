@@ -653,21 +653,10 @@ fn ids_in_other_integer_types_give_the_same_pairs() {
 fn clean_follows_are_joined_part_by_part() {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    let gen = run(bin().args(["-q", "gen", "--out"]).arg(&raw).args([
-        "--users", "4000", "--seed", "3", "--only", "follows", "--noise", "0",
-    ]));
-    assert!(gen.status.success(), "{}", stderr(&gen));
+    let clean_out = generated_clean_follows(dir.path(), 3, 5);
     let truth: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(raw.join("_truth.json")).unwrap()).unwrap();
-    let clean_out = dir.path().join("clean");
-    let r = run(bin()
-        .args(["-q", "clean", "--input"])
-        .arg(&raw)
-        .arg("--output")
-        .arg(&clean_out)
-        .args(["--date", "2026-11-29", "--key-partitions", "5"]));
-    assert!(r.status.success(), "{}", stderr(&r));
+        serde_json::from_slice(&std::fs::read(dir.path().join("raw").join("_truth.json")).unwrap())
+            .unwrap();
 
     // Every part says which of the 5 it is, and holds both directions of its pairs.
     let follows = clean_out.join("follows/dt=2026-11-29");
@@ -743,19 +732,7 @@ fn clean_follows_are_joined_part_by_part() {
 #[test]
 fn a_budget_the_pair_parts_fit_in_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
-    let raw = dir.path().join("raw");
-    let gen = run(bin().args(["-q", "gen", "--out"]).arg(&raw).args([
-        "--users", "4000", "--seed", "5", "--only", "follows", "--noise", "0",
-    ]));
-    assert!(gen.status.success(), "{}", stderr(&gen));
-    let clean_out = dir.path().join("clean");
-    let r = run(bin()
-        .args(["-q", "clean", "--input"])
-        .arg(&raw)
-        .arg("--output")
-        .arg(&clean_out)
-        .args(["--date", "2026-11-29", "--key-partitions", "50"]));
-    assert!(r.status.success(), "{}", stderr(&r));
+    let clean_out = generated_clean_follows(dir.path(), 5, 50);
     let follows = clean_out.join("follows/dt=2026-11-29");
     let friends_with = |name: &str, budget: Option<u64>| {
         let out = dir.path().join(name);
@@ -813,6 +790,37 @@ fn a_budget_the_pair_parts_fit_in_keeps_them() {
         "out of core: other rows"
     );
     assert!(pairs.len() > 1_000, "{} pairs", pairs.len());
+}
+
+/// Follows of 4,000 generated users (`seed`), cleaned under `<dir>/clean` in `parts` pair
+/// parts (the raw files and their `_truth.json` under `<dir>/raw`).
+fn generated_clean_follows(dir: &Path, seed: u32, parts: u32) -> PathBuf {
+    let raw = dir.join("raw");
+    let gen = run(bin().args(["-q", "gen", "--out"]).arg(&raw).args([
+        "--users",
+        "4000",
+        "--seed",
+        &seed.to_string(),
+        "--only",
+        "follows",
+        "--noise",
+        "0",
+    ]));
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let clean_out = dir.join("clean");
+    let r = run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(&raw)
+        .arg("--output")
+        .arg(&clean_out)
+        .args([
+            "--date",
+            "2026-11-29",
+            "--key-partitions",
+            &parts.to_string(),
+        ]));
+    assert!(r.status.success(), "{}", stderr(&r));
+    clean_out
 }
 
 /// `((follower, followee), followed_at)` of one cleaned follows file.

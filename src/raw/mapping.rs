@@ -229,6 +229,12 @@ pub fn value_text(v: &Value) -> Option<String> {
 pub(crate) mod tests {
     use super::*;
 
+    /// Canonical field `name` of a record, for the dialect readers' tests.
+    pub(crate) fn field(entity: Entity, r: &RawRecord, name: &str) -> Option<String> {
+        r.field(entity.field_index(name).unwrap())
+            .map(str::to_string)
+    }
+
     /// A JSON object literal, for the crawler-record tests of the dialect readers.
     pub(crate) fn obj(json: &str) -> serde_json::Map<String, Value> {
         match serde_json::from_str(json).unwrap() {

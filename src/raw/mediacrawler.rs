@@ -266,12 +266,7 @@ pub fn fix_row<'a>(
 mod tests {
     use super::*;
 
-    use crate::raw::mapping::tests::obj;
-
-    fn field(entity: Entity, r: &RawRecord, name: &str) -> Option<String> {
-        r.field(entity.field_index(name).unwrap())
-            .map(str::to_string)
-    }
+    use crate::raw::mapping::tests::{field, obj};
 
     #[test]
     fn notes_comments_and_creators_map_to_posts_comments_and_users() {

@@ -108,6 +108,17 @@ pub struct FileSummary {
     pub warnings: Vec<String>,
 }
 
+/// The compression a file's name says (`gzip`, `zstd` or `none`), and the name without its
+/// suffix: what the rest of the name says about the format.
+fn compression_of(name: &str) -> (&'static str, &str) {
+    for (suffix, compression) in [(".gz", "gzip"), (".zst", "zstd"), (".zstd", "zstd")] {
+        if let Some(base) = name.strip_suffix(suffix) {
+            return (compression, base);
+        }
+    }
+    ("none", name)
+}
+
 /// Opens a file decompressed and decoded to UTF-8 (invalid bytes are left for the reader to
 /// reject). Returns the stream and the names of the compression and encoding found.
 pub fn open_text(
@@ -116,17 +127,17 @@ pub fn open_text(
 ) -> Result<(Box<dyn BufRead + Send>, &'static str, &'static str)> {
     let raw = fs.open(&file.location)?;
     let name = file.location.file_name().unwrap_or_default();
-    let (decompressed, compression): (Box<dyn Read + Send>, _) = if name.ends_with(".gz") {
-        (Box::new(flate2::read::MultiGzDecoder::new(raw)), "gzip")
-    } else if name.ends_with(".zst") || name.ends_with(".zstd") {
-        let d = zstd::stream::read::Decoder::new(raw).map_err(|e| Error::Io {
-            op: "open zstd",
-            path: file.location.to_string(),
-            source: e,
-        })?;
-        (Box::new(d), "zstd")
-    } else {
-        (raw, "none")
+    let compression = compression_of(&name).0;
+    let decompressed: Box<dyn Read + Send> = match compression {
+        "gzip" => Box::new(flate2::read::MultiGzDecoder::new(raw)),
+        "zstd" => Box::new(
+            zstd::stream::read::Decoder::new(raw).map_err(|e| Error::Io {
+                op: "open zstd",
+                path: file.location.to_string(),
+                source: e,
+            })?,
+        ),
+        _ => raw,
     };
     let mut buffered = BufReader::with_capacity(1 << 20, decompressed);
     let sample = fill_sample(&mut buffered, 64 * 1024).map_err(|e| Error::Io {
@@ -225,10 +236,7 @@ impl<R: BufRead> BufRead for StripBom<R> {
 /// markdown page weibo-crawler writes per user, and weiboSpider's `.txt` summary per user
 /// (it opens with `用户信息`, "user info").
 pub fn sidecar(name: &str, sample: &[u8]) -> Option<&'static str> {
-    let base = name
-        .trim_end_matches(".gz")
-        .trim_end_matches(".zst")
-        .trim_end_matches(".zstd");
+    let base = compression_of(name).1;
     if base.ends_with(".md") || base.ends_with(".markdown") {
         return Some("markdown, not data (weibo-crawler writes one per user)");
     }
@@ -243,10 +251,7 @@ pub fn sidecar(name: &str, sample: &[u8]) -> Option<&'static str> {
 
 /// Picks the format of a file from its name and first bytes.
 pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
-    let base = name
-        .trim_end_matches(".gz")
-        .trim_end_matches(".zst")
-        .trim_end_matches(".zstd");
+    let base = compression_of(name).1;
     if base == "weibo_network.txt" || base.ends_with("/weibo_network.txt") {
         return Some(Format::AminerNetwork);
     }
@@ -324,22 +329,16 @@ pub fn read_file(
         });
         reason
     };
-    let compression_of = if name.ends_with(".gz") {
-        "gzip"
-    } else if name.ends_with(".zst") || name.ends_with(".zstd") {
-        "zstd"
-    } else {
-        "none"
-    };
+    let named_compression = compression_of(&name).0;
     let (mut reader, compression, encoding) = match open_text(fs, file) {
         Ok(opened) => opened,
         Err(Error::Io { source, .. })
-            if options.skip_corrupt_files && is_corruption(compression_of, &source) =>
+            if options.skip_corrupt_files && is_corruption(named_compression, &source) =>
         {
             let reason = corrupt(&source, 1, &mut emit);
             return Ok(FileSummary {
                 corrupt: Some(reason),
-                ..summary(compression_of, "unknown")
+                ..summary(named_compression, "unknown")
             });
         }
         Err(e) => return Err(e),

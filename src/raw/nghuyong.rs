@@ -264,7 +264,7 @@ fn repost(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
 mod tests {
     use super::*;
 
-    use crate::raw::mapping::tests::obj;
+    use crate::raw::mapping::tests::{field, obj};
 
     fn edge(json: &str) -> (String, String) {
         let (e, r) = map(&obj(json)).unwrap();
@@ -293,10 +293,6 @@ mod tests {
         assert!(map(&obj(r#"{"uid":"1"}"#)).is_none());
     }
 
-    fn get(e: Entity, r: &RawRecord, name: &str) -> Option<String> {
-        r.field(e.field_index(name).unwrap()).map(str::to_string)
-    }
-
     #[test]
     fn users_comments_and_reposts_of_both_generations() {
         let (e, r) = map(&obj(
@@ -304,37 +300,37 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(e, Entity::Users);
-        assert_eq!(get(e, &r, "follow_count").as_deref(), Some("3"));
-        assert_eq!(get(e, &r, "location").as_deref(), Some("北京 海淀"));
+        assert_eq!(field(e, &r, "follow_count").as_deref(), Some("3"));
+        assert_eq!(field(e, &r, "location").as_deref(), Some("北京 海淀"));
         let (e, r) = map(&obj(
             r#"{"_id":"1087770692","nick_name":"n","province":"北京","city":"东城区","tweets_num":5,"follows_num":6,"fans_num":7,"crawl_time":1796000000}"#,
         ))
         .unwrap();
         assert_eq!(e, Entity::Users);
-        assert_eq!(get(e, &r, "followers_count").as_deref(), Some("7"));
+        assert_eq!(field(e, &r, "followers_count").as_deref(), Some("7"));
 
         let (e, r) = map(&obj(
             r#"{"_id":4871234567890123,"created_at":"2026-11-29 10:00:00","like_counts":3,"content":"c","comment_user":{"_id":"42","nick_name":"x"}}"#,
         ))
         .unwrap();
         assert_eq!(e, Entity::Comments);
-        assert_eq!(get(e, &r, "uid").as_deref(), Some("42"));
-        assert_eq!(get(e, &r, "mid"), None);
+        assert_eq!(field(e, &r, "uid").as_deref(), Some("42"));
+        assert_eq!(field(e, &r, "mid"), None);
         let (e, r) = map(&obj(
             r#"{"_id":"C_4498765432101234","weibo_id":"IDl56i8av","comment_user_id":"42","content":"c","like_num":1,"created_at":"2026-11-29 10:00"}"#,
         ))
         .unwrap();
         assert_eq!(e, Entity::Comments);
-        assert_eq!(get(e, &r, "cid").as_deref(), Some("4498765432101234"));
-        assert_eq!(get(e, &r, "mid").as_deref(), Some("IDl56i8av"));
+        assert_eq!(field(e, &r, "cid").as_deref(), Some("4498765432101234"));
+        assert_eq!(field(e, &r, "mid").as_deref(), Some("IDl56i8av"));
 
         let (e, r) = map(&obj(
             r#"{"weibo_id":"JtSFZ4eGg","user_id":"42","content":"//转发","created_at":"2026-11-29 10:00","crawl_time":1796000000}"#,
         ))
         .unwrap();
         assert_eq!(e, Entity::Reposts);
-        assert_eq!(get(e, &r, "mid"), None);
-        assert_eq!(get(e, &r, "retweet_mid").as_deref(), Some("JtSFZ4eGg"));
+        assert_eq!(field(e, &r, "mid"), None);
+        assert_eq!(field(e, &r, "retweet_mid").as_deref(), Some("JtSFZ4eGg"));
     }
 
     #[test]
@@ -344,18 +340,18 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(e, Entity::Posts);
-        assert_eq!(get(e, &r, "bid").as_deref(), Some("JtSFZ4eGg"));
-        assert_eq!(get(e, &r, "uid").as_deref(), Some("1749127163"));
-        assert_eq!(get(e, &r, "source").as_deref(), Some("iPhone客户端"));
-        assert_eq!(get(e, &r, "reposts_count").as_deref(), Some("1"));
-        assert_eq!(get(e, &r, "created_at").as_deref(), Some("刚刚"));
+        assert_eq!(field(e, &r, "bid").as_deref(), Some("JtSFZ4eGg"));
+        assert_eq!(field(e, &r, "uid").as_deref(), Some("1749127163"));
+        assert_eq!(field(e, &r, "source").as_deref(), Some("iPhone客户端"));
+        assert_eq!(field(e, &r, "reposts_count").as_deref(), Some("1"));
+        assert_eq!(field(e, &r, "created_at").as_deref(), Some("刚刚"));
         // A 2020 repost with a mongoexport ObjectId is still a repost without an id.
         let (e, r) = map(&obj(
             r#"{"_id":{"$oid":"5f1e2d3c4b5a697887766554"},"weibo_id":"JtSFZ4eGg","user_id":"42","content":"//","created_at":"2026-11-29 10:00"}"#,
         ))
         .unwrap();
         assert_eq!(e, Entity::Reposts);
-        assert_eq!(get(e, &r, "mid"), None);
+        assert_eq!(field(e, &r, "mid"), None);
     }
 
     #[test]
@@ -365,23 +361,23 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(e, Entity::Posts);
-        assert_eq!(get(e, &r, "uid").as_deref(), Some("1749127163"));
+        assert_eq!(field(e, &r, "uid").as_deref(), Some("1749127163"));
         assert_eq!(
-            get(e, &r, "retweet_mid").as_deref(),
+            field(e, &r, "retweet_mid").as_deref(),
             Some("4973000000000001")
         );
-        assert_eq!(get(e, &r, "crawl_time").as_deref(), Some("1796000000"));
+        assert_eq!(field(e, &r, "crawl_time").as_deref(), Some("1796000000"));
         // With its user, the user's id; a url without a uid gives none.
         let (_, r) = map(&obj(
             r#"{"_id":"1","mblogid":"b","user":{"_id":"42"},"url":"https://weibo.com/7/b"}"#,
         ))
         .unwrap();
-        assert_eq!(get(e, &r, "uid").as_deref(), Some("42"));
+        assert_eq!(field(e, &r, "uid").as_deref(), Some("42"));
         let (_, r) = map(&obj(
             r#"{"_id":"1","mblogid":"b","url":"https://weibo.com/detail/b"}"#,
         ))
         .unwrap();
-        assert_eq!(get(e, &r, "uid"), None);
+        assert_eq!(field(e, &r, "uid"), None);
         assert_eq!(
             uid_of_url("https://weibo.com/1749127163/Nk2aGxPz2/"),
             Some("1749127163".into())

@@ -104,12 +104,7 @@ fn fields(entity: Entity, object: &Map<String, Value>, table: &[(&str, &str)]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::mapping::tests::obj;
-
-    fn field(entity: Entity, r: &RawRecord, name: &str) -> Option<String> {
-        r.field(entity.field_index(name).unwrap())
-            .map(str::to_string)
-    }
+    use crate::raw::mapping::tests::{field, obj};
 
     #[test]
     fn a_user_file_is_the_user_their_posts_and_the_originals_they_repost() {

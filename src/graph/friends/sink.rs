@@ -187,11 +187,12 @@ pub(crate) struct Collect(pub(crate) Mutex<Friends>);
 struct Collected<'a> {
     into: &'a Mutex<Friends>,
     part: Friends,
+    counts: bool,
 }
 
 impl BatchWriter for Collected<'_> {
     fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        if batch.num_columns() == 3 {
+        if !self.counts {
             let (a, b, since) = pair_columns(batch);
             self.part.uid_a.extend_from_slice(a.values());
             self.part.uid_b.extend_from_slice(b.values());
@@ -223,10 +224,15 @@ impl FriendsSink for Collect {
         Ok(Box::new(Collected {
             into: &self.0,
             part: Friends::default(),
+            counts: false,
         }))
     }
 
     fn open_counts(&self, _part: usize) -> Result<Box<dyn BatchWriter + '_>> {
-        self.open_pairs(0)
+        Ok(Box::new(Collected {
+            into: &self.0,
+            part: Friends::default(),
+            counts: true,
+        }))
     }
 }
