@@ -19,4 +19,6 @@ mod test_hbase;
 #[cfg(feature = "integration")]
 mod test_hdfs;
 #[cfg(feature = "integration")]
+mod test_hfile;
+#[cfg(feature = "integration")]
 mod test_load;

@@ -1,4 +1,5 @@
-//! `weibo-etl cluster up|down|status`: the local HDFS + HBase + Thrift cluster.
+//! `weibo-etl cluster up|down|status|bulkload|hfile`: the local HDFS + HBase + Thrift
+//! cluster, and the HBase tools a real cluster has on its `PATH`.
 
 use anyhow::{Context as _, Result};
 use weibo_etl::dev::cluster::{self, ClusterPaths, UpOptions};
@@ -11,6 +12,10 @@ Examples:
   weibo-etl cluster up          start it (first run downloads Maven artifacts: minutes)
   weibo-etl cluster status      which of HDFS / Thrift1 / Thrift2 answer
   weibo-etl cluster down        stop it (SIGTERM, clean shutdown)
+  weibo-etl cluster bulkload hdfs://127.0.0.1:9000/staging/user weibo:user
+                                hand HFiles to HBase (as `hbase completebulkload`)
+  weibo-etl cluster hfile -- -m -p -f hdfs://127.0.0.1:9000/staging/user/info/part-0
+                                print an HFile (as `hbase hfile`)
 
 It listens on hdfs://127.0.0.1:9000 (NameNode), 127.0.0.1:9090 (HBase Thrift1) and
 127.0.0.1:9091 (HBase Thrift2). Logs, pid file and data live in target/local-cluster/.";
@@ -37,6 +42,19 @@ enum Action {
     Down,
     /// Show which services answer; exits 1 if not all do
     Status,
+    /// Hand a folder of HFiles (<dir>/<family>/<file>) to a table: HBase's
+    /// BulkLoadHFilesTool, what `hbase completebulkload <dir> <table>` runs on a real cluster
+    Bulkload {
+        /// The folder, on the cluster's HDFS
+        dir: String,
+        /// The table, namespace:name
+        table: String,
+    },
+    /// Run HBase's HFilePrettyPrinter (`hbase hfile`) with these arguments
+    Hfile {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -60,6 +78,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 );
             }
             report.set("up", &outcome);
+        }
+        Action::Bulkload { dir, table } => {
+            return pass_through(&paths, cluster::BULKLOAD_TOOL, &[dir, table]);
+        }
+        Action::Hfile { args } => {
+            return pass_through(&paths, cluster::HFILE_TOOL, &args);
         }
         Action::Down => {
             if cluster::down(&paths)? {
@@ -90,4 +114,16 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         }
     }
     ctx.finish_report(&report, None)
+}
+
+/// Runs an HBase tool, passing its output through; its exit status becomes ours.
+fn pass_through(paths: &ClusterPaths, class: &str, args: &[String]) -> Result<()> {
+    use std::io::Write as _;
+    let out = cluster::run_tool(paths, class, args)?;
+    std::io::stdout().write_all(&out.stdout)?;
+    std::io::stderr().write_all(&out.stderr)?;
+    if !out.status.success() {
+        anyhow::bail!("{class} failed ({})", out.status);
+    }
+    Ok(())
 }

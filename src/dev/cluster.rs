@@ -292,6 +292,62 @@ pub fn down(paths: &ClusterPaths) -> Result<bool> {
     Ok(true)
 }
 
+/// A folder with the `hbase-site.xml` a client JVM needs to find the running cluster (its
+/// ZooKeeper and its HDFS); a JVM reads it first on its classpath.
+fn client_conf(paths: &ClusterPaths, name: &str) -> Result<PathBuf> {
+    let zk_file = paths.state.join("data").join("zookeeper-port");
+    let zk = fs::read_to_string(&zk_file).map_err(|e| io_err("read", &zk_file, e))?;
+    let conf = paths.state.join(format!("{name}-conf"));
+    fs::create_dir_all(&conf).map_err(|e| io_err("create", &conf, e))?;
+    let site = conf.join("hbase-site.xml");
+    let property = |name: &str, value: &str| {
+        format!("<property><name>{name}</name><value>{value}</value></property>")
+    };
+    fs::write(
+        &site,
+        format!(
+            "<configuration>{}{}{}{}</configuration>\n",
+            property("hbase.zookeeper.quorum", "127.0.0.1"),
+            property("hbase.zookeeper.property.clientPort", zk.trim()),
+            property("hbase.thrift.info.port", "-1"),
+            property("fs.defaultFS", &format!("hdfs://127.0.0.1:{NAMENODE_PORT}")),
+        ),
+    )
+    .map_err(|e| io_err("write", &site, e))?;
+    Ok(conf)
+}
+
+/// HBase's bulk load hand-over (`hbase completebulkload`).
+pub const BULKLOAD_TOOL: &str = "org.apache.hadoop.hbase.tool.BulkLoadHFilesTool";
+/// HBase's HFile printer and checker (`hbase hfile`).
+pub const HFILE_TOOL: &str = "org.apache.hadoop.hbase.io.hfile.HFilePrettyPrinter";
+
+/// Runs one of HBase's command-line tools (a `main` class from the cluster's artifacts)
+/// against the running cluster, as `hbase <tool>` would on a real one, and returns its exit
+/// status and output.
+pub fn run_tool(
+    paths: &ClusterPaths,
+    class: &str,
+    args: &[String],
+) -> Result<std::process::Output> {
+    if !status(paths).all_up() {
+        return Err(Error::Cluster(
+            "the local cluster is not running (`weibo-etl cluster up`)".into(),
+        ));
+    }
+    let conf = client_conf(paths, "tool")?;
+    Command::new(java())
+        .arg("-Xmx512m")
+        .args(JDK17_FLAGS)
+        .arg("-cp")
+        .arg(format!("{}:{}", conf.display(), prepare(paths)?))
+        .arg(class)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::Cluster(format!("cannot run {class}: {e}")))
+}
+
 /// A second Thrift1 gateway in a JVM of its own, in front of the running local cluster (found
 /// through its ZooKeeper), so a test can kill a gateway for real (SIGKILL: every connection
 /// drops, nothing is flushed) and start it again, while the cluster itself stays up. Killed
@@ -304,27 +360,9 @@ pub struct Gateway {
 impl Gateway {
     /// Starts the gateway on `port` and waits until it answers (or `timeout` passes).
     pub fn start(paths: &ClusterPaths, port: u16, timeout: Duration) -> Result<Gateway> {
-        let zk_file = paths.state.join("data").join("zookeeper-port");
-        let zk = fs::read_to_string(&zk_file).map_err(|e| io_err("read", &zk_file, e))?;
         let log_path = paths.state.join(format!("gateway-{port}.log"));
         let log = fs::File::create(&log_path).map_err(|e| io_err("create", &log_path, e))?;
-        // The gateway reads its settings from an hbase-site.xml first on its classpath.
-        let conf = paths.state.join(format!("gateway-{port}-conf"));
-        fs::create_dir_all(&conf).map_err(|e| io_err("create", &conf, e))?;
-        let site = conf.join("hbase-site.xml");
-        let property = |name: &str, value: &str| {
-            format!("<property><name>{name}</name><value>{value}</value></property>")
-        };
-        fs::write(
-            &site,
-            format!(
-                "<configuration>{}{}{}</configuration>\n",
-                property("hbase.zookeeper.quorum", "127.0.0.1"),
-                property("hbase.zookeeper.property.clientPort", zk.trim()),
-                property("hbase.thrift.info.port", "-1"),
-            ),
-        )
-        .map_err(|e| io_err("write", &site, e))?;
+        let conf = client_conf(paths, &format!("gateway-{port}"))?;
         let port_text = port.to_string();
         let child = Command::new(java())
             .arg("-Xmx512m")

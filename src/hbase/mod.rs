@@ -13,6 +13,7 @@
 //! - Table names are always namespaced (`ns:table`) on the wire.
 
 pub mod admin;
+pub mod hfile;
 
 use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};

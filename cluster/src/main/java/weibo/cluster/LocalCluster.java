@@ -84,6 +84,9 @@ public final class LocalCluster {
     // Thrift workers: one per client connection (the loader opens one per writer).
     conf.setInt("hbase.thrift.minWorkerThreads", 16);
     conf.setInt("hbase.thrift.maxWorkerThreads", 256);
+    // A bulk-loaded HFile is scanned for order and region bounds before it is adopted, so a
+    // writer bug fails the load instead of corrupting a region.
+    conf.setBoolean("hbase.hstore.bulkload.verify", true);
 
     MiniDFSCluster dfs =
         new MiniDFSCluster.Builder(conf).nameNodePort(nnPort).numDataNodes(1).format(true).build();

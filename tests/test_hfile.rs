@@ -1,0 +1,169 @@
+//! HFiles written by `hbase::hfile` against HBase itself: its HFilePrettyPrinter reads and
+//! checks them, its BulkLoadHFilesTool adopts them into a pre-split table (region servers run
+//! with `hbase.hstore.bulkload.verify`), and every cell reads back through Thrift1.
+
+use weibo_etl::hbase::admin::{Admin, FamilySpec, TableSpec};
+use weibo_etl::hbase::hfile::{Cell, HFileWriter, WriterOptions};
+use weibo_etl::hbase::{Connection, Timeouts};
+use weibo_etl::hdfs::FileSystems;
+use weibo_etl::load::layout::keys;
+
+use crate::harness::{bin, cluster, run, stderr, stdout};
+
+struct Cells {
+    row: Vec<u8>,
+    name: Vec<u8>,
+    count: [u8; 8],
+    ts: i64,
+}
+
+fn rows(n: i64) -> Vec<Cells> {
+    let mut rows: Vec<Cells> = (0..n)
+        .map(|id| {
+            let mut row = keys::hash_prefix(id).to_vec();
+            row.extend_from_slice(&id.to_be_bytes());
+            Cells {
+                row,
+                name: format!("user-{id}-名字").into_bytes(),
+                count: (id * 3).to_be_bytes(),
+                ts: 1_600_000_000_000 + id,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| a.row.cmp(&b.row));
+    rows
+}
+
+/// Writes `rows` of one family as one HFile at `url`.
+fn write_file(fs: &FileSystems, url: &str, family: &[u8], rows: &[&Cells]) -> u64 {
+    let out = fs.create_atomic(&fs.parse(url).unwrap()).unwrap();
+    let options = WriterOptions {
+        created_ms: 1_700_000_000_000,
+        source_task: "test_hfile".into(),
+        // Small blocks, so a file has many of them and a real index.
+        block_size: 4096,
+        ..WriterOptions::default()
+    };
+    let mut w = HFileWriter::new(out, options);
+    for r in rows {
+        let (qualifier, value): (&[u8], &[u8]) = if family == b"info" {
+            (b"name", &r.name)
+        } else {
+            (b"followers", &r.count)
+        };
+        w.append(&Cell {
+            row: &r.row,
+            family,
+            qualifier,
+            timestamp: r.ts,
+            value,
+        })
+        .unwrap();
+    }
+    let (out, summary) = w.finish().unwrap();
+    out.commit().unwrap();
+    summary.cells
+}
+
+#[test]
+fn hbase_reads_checks_and_bulk_loads_our_hfiles() {
+    cluster::ensure();
+    let ns = cluster::Scratch::new("hfile");
+    let mut admin = Admin::connect(cluster::THRIFT2, Timeouts::default()).unwrap();
+    admin.ensure_namespace(&ns).unwrap();
+    let spec = TableSpec {
+        namespace: ns.to_string(),
+        name: "user".into(),
+        families: vec![
+            FamilySpec::new("info"),
+            FamilySpec::new("count").versions(1),
+        ],
+    };
+    let splits = keys::split_points(4);
+    admin.create_table(&spec, &splits).unwrap();
+    let table = spec.full_name();
+
+    let all = rows(3000);
+    let fs = FileSystems::new(cluster::HDFS);
+    let staging = format!("{}/it/{ns}/hfiles", cluster::HDFS);
+    let mut files = Vec::new();
+    // `info`: one file per region, cut at the split points.
+    let mut bounds = vec![Vec::new()];
+    bounds.extend(splits.iter().cloned());
+    for (i, start) in bounds.iter().enumerate() {
+        let end = bounds.get(i + 1);
+        let part: Vec<&Cells> = all
+            .iter()
+            .filter(|r| r.row >= *start && end.is_none_or(|e| r.row < *e))
+            .collect();
+        let url = format!("{staging}/info/region-{i}");
+        assert_eq!(write_file(&fs, &url, b"info", &part), part.len() as u64);
+        files.push((url, part.len()));
+    }
+    // `count`: one file across every region, which the tool must split.
+    let url = format!("{staging}/count/all");
+    write_file(&fs, &url, b"count", &all.iter().collect::<Vec<_>>());
+    files.push((url, all.len()));
+
+    for (file, cells) in &files {
+        let out = run(bin().args([
+            "cluster", "hfile", "--", "-m", "-p", "-k", "-a", "-h", "-f", file,
+        ]));
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(out.status.success(), "{text}");
+        assert!(!text.contains("checksum verification failed"), "{text}");
+        assert!(
+            !text.contains("WARNING"),
+            "the printer found a problem in {file}:\n{text}"
+        );
+        assert!(
+            text.contains(&format!("Scanned kv count -> {cells}\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains("majorVersion=3") && text.contains("minorVersion=3"),
+            "{text}"
+        );
+    }
+
+    let out = run(bin().args(["cluster", "bulkload", &staging, &table]));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("checksum verification failed"), "{text}");
+
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    let mut seen = 0;
+    let mut iter = all.iter();
+    conn.scan_with(&table, &[], |row| {
+        let expected = iter.next().expect("no more rows than written");
+        assert_eq!(row.key, expected.row);
+        let name = &row.cells[b"info:name".as_slice()];
+        assert_eq!(
+            (name.value.as_slice(), name.timestamp),
+            (expected.name.as_slice(), expected.ts)
+        );
+        let count = &row.cells[b"count:followers".as_slice()];
+        assert_eq!(
+            (count.value.as_slice(), count.timestamp),
+            (expected.count.as_slice(), expected.ts)
+        );
+        assert_eq!(row.cells.len(), 2);
+        seen += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(seen, all.len());
+
+    // The region server moved every file into the table: nothing adoptable is left.
+    let left: Vec<_> = fs
+        .list(&fs.parse(&staging).unwrap(), true)
+        .unwrap()
+        .into_iter()
+        .filter(|f| {
+            !f.is_dir
+                && !f.location.to_string().contains("/_")
+                && !f.location.to_string().contains("/.")
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
