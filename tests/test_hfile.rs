@@ -167,3 +167,123 @@ fn hbase_reads_checks_and_bulk_loads_our_hfiles() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `load --via hfile` of `clean` into `ns`, handing over through the local cluster's tool.
+fn hfile_load(
+    clean: &std::path::Path,
+    ns: &str,
+    handover: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let staging = format!("{}/it/{ns}/staging", cluster::HDFS);
+    run(bin()
+        .args(["-q", "--namespace", ns, "load", "--input"])
+        .arg(clean)
+        .args([
+            "--date",
+            crate::test_clean::DATE,
+            "--regions",
+            "4",
+            "--writers",
+            "3",
+        ])
+        .args([
+            "--via",
+            "hfile",
+            "--staging",
+            &staging,
+            "--bulkload-cmd",
+            handover,
+        ])
+        .args(extra))
+}
+
+fn local_handover() -> String {
+    format!("{} cluster bulkload", env!("CARGO_BIN_EXE_weibo-etl"))
+}
+
+#[test]
+fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() {
+    use crate::test_load::{assert_same_tables, generated_clean};
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let clean = generated_clean(dir.path());
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        out
+    };
+
+    let thrift = cluster::Scratch::new("via_thrift");
+    ok(run(bin()
+        .args(["-q", "--namespace", &thrift, "load", "--input"])
+        .arg(&clean)
+        .args([
+            "--date",
+            crate::test_clean::DATE,
+            "--regions",
+            "4",
+            "--writers",
+            "3",
+        ])));
+
+    // Spilled runs (a budget far below the cells) and counters in key partitions.
+    let bulk = cluster::Scratch::new("via_hfile");
+    let report = dir.path().join("hfile.json");
+    let out = ok(run(bin()
+        .args(["-q", "--namespace", &bulk, "--report"])
+        .arg(&report)
+        .args(["load", "--input"])
+        .arg(&clean)
+        .args([
+            "--date",
+            crate::test_clean::DATE,
+            "--regions",
+            "4",
+            "--writers",
+            "3",
+        ])
+        .args(["--via", "hfile", "--memory-budget", "64KiB"])
+        .args(["--staging", &format!("{}/it/{bulk}/staging", cluster::HDFS)])
+        .args(["--bulkload-cmd", &local_handover()])));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(r["load"]["via"], "hfile", "{r}");
+    let files = r["load"]["hfiles"]["files"].as_u64().unwrap();
+    // 7 tables, 4 regions each, user and post with two families: at least one per table.
+    assert!(files >= 7, "{r}");
+    assert!(
+        stderr(&out).is_empty() || !stderr(&out).contains("error"),
+        "{}",
+        stderr(&out)
+    );
+    assert_same_tables(&thrift, &bulk);
+
+    // The hand-over fails after the HFiles are written: nothing is recorded as loaded, and
+    // the run's --resume (a rerun of every unit) ends with the same tables.
+    let failed = cluster::Scratch::new("via_hfile_fail");
+    let out = hfile_load(&clean, &failed, "false", &[]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("bulk load"), "{}", stderr(&out));
+    let manifest = clean
+        .join("_load")
+        .join(format!("dt={}", crate::test_clean::DATE))
+        .join(format!("{failed}.json"));
+    let recorded: Vec<String> = std::fs::read(&manifest)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    assert!(
+        recorded.is_empty(),
+        "units recorded before their hand-over: {recorded:?}"
+    );
+    ok(hfile_load(
+        &clean,
+        &failed,
+        &local_handover(),
+        &["--resume"],
+    ));
+    assert_same_tables(&thrift, &failed);
+
+    // A second load of the same night through HFiles changes nothing a reader sees.
+    ok(hfile_load(&clean, &failed, &local_handover(), &[]));
+    assert_same_tables(&thrift, &failed);
+}

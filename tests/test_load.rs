@@ -322,7 +322,7 @@ fn wait_for_a_finished_unit(child: &mut std::process::Child, manifest: &Path) {
 }
 
 /// Every table of `victim` equals `reference`'s: row count and a digest of every cell.
-fn assert_same_tables(reference: &str, victim: &str) {
+pub fn assert_same_tables(reference: &str, victim: &str) {
     let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
     for table in [
         "user",
@@ -345,7 +345,7 @@ fn assert_same_tables(reference: &str, victim: &str) {
 
 /// 3,000 generated users' data, cleaned under `dir/clean`: enough units and batches for a
 /// load to be interrupted halfway.
-fn generated_clean(dir: &Path) -> std::path::PathBuf {
+pub fn generated_clean(dir: &Path) -> std::path::PathBuf {
     let raw = dir.join("raw");
     let clean = dir.join("clean");
     let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::hbase::admin::Compression;
-use weibo_etl::load::{self, LoadOptions, Table};
+use weibo_etl::load::{self, LoadOptions, Table, Via};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -14,6 +14,7 @@ Examples:
   weibo-etl load --input hdfs:///weibo/clean --date 2026-11-29 --regions 16 --writers 8
   weibo-etl load --input hdfs:///weibo/clean --date 2026-11-29 --resume     # after a crash
   weibo-etl load --input out/clean --date 2026-11-29 --tables user,follow,fans
+  weibo-etl load --input hdfs:///weibo/clean --date 2026-11-29 --via hfile   # bulk load
 
 Tables (in --namespace): user, post, post_by_mid, follow, fans, user_post, user_by_name; the
 docs/hbase-layout.md has the byte layout. Every cell of a run gets the timestamp of --date (midnight,
@@ -69,6 +70,18 @@ pub struct Args {
     /// snapshot in <input>/_load/state/<namespace>/); for tables truncated outside weibo-etl
     #[arg(long)]
     rewrite_counters: bool,
+    /// How the cells reach HBase: thrift (batched puts through the gateway) or hfile (HFiles
+    /// written to <input>/_hfiles/ and handed to HBase with --bulkload-cmd)
+    #[arg(long, value_enum, default_value = "thrift")]
+    via: Via,
+    /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`;
+    /// on the local cluster: `weibo-etl cluster bulkload`
+    #[arg(long, value_name = "CMD", default_value = load::bulk::DEFAULT_BULKLOAD_CMD)]
+    bulkload_cmd: String,
+    /// Where --via hfile writes its HFiles, on the HBase cluster's HDFS [default:
+    /// <input>/_hfiles]
+    #[arg(long, value_name = "URL")]
+    staging: Option<String>,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -86,6 +99,13 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         checkpoint: args.checkpoint,
         memory_budget: args.memory_budget,
         rewrite_counters: args.rewrite_counters,
+        via: args.via,
+        bulkload_cmd: args
+            .bulkload_cmd
+            .split_whitespace()
+            .map(String::from)
+            .collect(),
+        staging: args.staging,
         ..ctx.load_options(args.input, args.date.format("%Y-%m-%d").to_string(), tables)
     };
     let mut report = Report::new("load");
@@ -110,6 +130,16 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                     String::new()
                 }
             );
+            if let Some(h) = &r.hfiles {
+                eprintln!(
+                    "bulk load: {} HFiles, {} cells, {:.1} MB handed to {} tables in {:.1}s",
+                    h.files,
+                    h.cells,
+                    h.bytes as f64 / 1e6,
+                    h.tables,
+                    h.seconds
+                );
+            }
             report.set("load", &r);
             ctx.finish_report(&report, None)
         }

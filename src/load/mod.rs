@@ -39,6 +39,7 @@ use crate::hdfs::{FileEntry, FileSystems, Location};
 use layout::keys::{self, Relation};
 use layout::{be, cell};
 
+pub mod bulk;
 pub mod counters;
 pub mod layout;
 pub mod state;
@@ -72,6 +73,24 @@ pub struct LoadOptions {
     /// Write every counter, not only those that differ from the counter snapshot (after the
     /// tables were truncated behind the loader's back).
     pub rewrite_counters: bool,
+    /// Puts through Thrift, or HFiles handed to HBase ([`bulk`]).
+    pub via: Via,
+    /// The hand-over command of `--via hfile`, run as `<cmd…> <dir> <namespace:table>`.
+    pub bulkload_cmd: Vec<String>,
+    /// Where `--via hfile` writes its HFiles [default: `<input>/_hfiles`]; must be on the
+    /// HBase cluster's HDFS, since the region servers move the files in.
+    pub staging: Option<String>,
+}
+
+/// How `load` writes into HBase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// Batched puts through the Thrift gateway (the region servers' WAL and memstore).
+    #[default]
+    Thrift,
+    /// HFiles written to HDFS and adopted by the region servers (HBase's bulk load).
+    Hfile,
 }
 
 impl LoadOptions {
@@ -109,6 +128,12 @@ impl LoadOptions {
             max_attempts: Self::MAX_ATTEMPTS,
             memory_budget: Self::MEMORY_BUDGET,
             rewrite_counters: false,
+            via: Via::Thrift,
+            bulkload_cmd: bulk::DEFAULT_BULKLOAD_CMD
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+            staging: None,
         }
     }
 }
@@ -139,6 +164,10 @@ pub struct LoadReport {
     /// Users and posts whose counters this run wrote.
     pub users_changed: u64,
     pub posts_changed: u64,
+    /// The route the cells took.
+    pub via: Via,
+    /// What `--via hfile` handed to HBase.
+    pub hfiles: Option<bulk::HandOver>,
 }
 
 /// Cell timestamp of a run: midnight of `date` in Asia/Shanghai, epoch ms.
@@ -156,6 +185,8 @@ enum Msg {
     /// A put into a region of a table, with its cell timestamp.
     Row(Table, u32, i64, Put),
     Flush(SyncSender<Result<()>>),
+    /// Every unit succeeded: a bulk collector may write its HFiles.
+    Finish,
 }
 
 #[derive(Default)]
@@ -239,7 +270,60 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
                 buffers.clear();
                 let _ = ack.send(result);
             }
+            Msg::Finish => {}
         }
+    }
+    Ok(())
+}
+
+/// What the bulk collectors need besides the options.
+struct BulkTarget<'a> {
+    fs: &'a FileSystems,
+    staging: Location,
+    boundaries: bulk::Boundaries,
+    spill: crate::spill::SpillDir,
+    hfile: crate::hbase::hfile::WriterOptions,
+    staged: Mutex<Vec<bulk::StagedFile>>,
+}
+
+/// One bulk collector: takes the puts a writer would send, and writes its HFiles once told
+/// every unit succeeded.
+fn collector_loop(
+    rx: Receiver<Msg>,
+    id: usize,
+    options: &LoadOptions,
+    target: &BulkTarget<'_>,
+    stats: &Mutex<WriterStats>,
+) -> Result<()> {
+    let budget = (options.memory_budget / options.writers.max(1) as u64) as usize;
+    let mut collector = bulk::Collector::new(id, &target.boundaries, &target.spill, budget);
+    let mut finish = false;
+    let (mut rows, mut bytes) = (0u64, 0u64);
+    for msg in rx {
+        match msg {
+            Msg::Row(table, _, ts, put) => {
+                rows += 1;
+                bytes += put.payload_bytes() as u64;
+                collector.add(table, ts, &put)?;
+            }
+            Msg::Flush(ack) => {
+                let _ = ack.send(Ok(()));
+            }
+            Msg::Finish => finish = true,
+        }
+    }
+    {
+        let mut s = stats.lock().unwrap_or_else(|p| p.into_inner());
+        s.rows += rows;
+        s.bytes += bytes;
+    }
+    if finish {
+        let files = collector.write_hfiles(target.fs, &target.staging, &target.hfile)?;
+        target
+            .staged
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(files);
     }
     Ok(())
 }
@@ -543,7 +627,7 @@ pub fn write_with(
         units_done: 1,
         ..LoadReport::default()
     };
-    with_writers(options, ts, started, &mut report, &mut |router| {
+    with_writers(options, None, ts, started, &mut report, &mut |router| {
         produce(&mut |t, p| router.put(t, p)).and_then(|_| router.flush())
     })?;
     Ok(report)
@@ -554,6 +638,7 @@ pub fn write_with(
 /// router better than that message does) and fills the report's put counts and throughput.
 fn with_writers(
     options: &LoadOptions,
+    bulk: Option<&BulkTarget<'_>>,
     ts: i64,
     started: Instant,
     report: &mut LoadReport,
@@ -564,11 +649,14 @@ fn with_writers(
     let outcome = std::thread::scope(|scope| -> Result<()> {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
-        for _ in 0..options.writers.max(1) {
+        for id in 0..options.writers.max(1) {
             let (tx, rx) = sync_channel::<Msg>(4096);
             senders.push(tx);
             let stats = &stats;
-            handles.push(scope.spawn(move || writer_loop(rx, options, stats)));
+            handles.push(match bulk {
+                None => scope.spawn(move || writer_loop(rx, options, stats)),
+                Some(target) => scope.spawn(move || collector_loop(rx, id, options, target, stats)),
+            });
         }
         let mut router = Router {
             senders,
@@ -577,6 +665,11 @@ fn with_writers(
             ts,
         };
         let result = body(&mut router);
+        if result.is_ok() {
+            for s in &router.senders {
+                let _ = s.send(Msg::Finish);
+            }
+        }
         rows_by_table = std::mem::take(&mut router.rows_by_table);
         drop(router);
         let mut writer_error = None;
@@ -651,6 +744,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
 
     // Tables first: namespace and any missing table, pre-split.
     let created = ensure_tables(options)?;
+    let bulk_target = match options.via {
+        Via::Thrift => None,
+        Via::Hfile => Some(bulk_target(fs, &root, options, ts)?),
+    };
 
     let manifest_loc = match &options.checkpoint {
         Some(c) => fs.parse(c)?,
@@ -1029,20 +1126,49 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             }
         }
         let (mut units_done, mut units_skipped) = (0usize, 0usize);
-        with_writers(options, ts, started, &mut report, &mut |router| {
-            for (name, unit) in &units {
-                if done.contains(name) {
-                    units_skipped += 1;
-                    continue;
+        // Through HFiles a unit's cells reach HBase only at the hand-over: the manifest
+        // records the units after it.
+        let record_units = options.via == Via::Thrift;
+        with_writers(
+            options,
+            bulk_target.as_ref(),
+            ts,
+            started,
+            &mut report,
+            &mut |router| {
+                for (name, unit) in &units {
+                    if done.contains(name) {
+                        units_skipped += 1;
+                        continue;
+                    }
+                    unit(router).and_then(|_| router.flush())?;
+                    done.insert(name.clone());
+                    units_done += 1;
+                    if record_units {
+                        let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
+                        fs.write_atomic(&manifest_loc, &text)?;
+                    }
                 }
-                unit(router).and_then(|_| router.flush())?;
-                done.insert(name.clone());
-                units_done += 1;
-                let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
-                fs.write_atomic(&manifest_loc, &text)?;
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
+        if let Some(target) = bulk_target {
+            let staged = target
+                .staged
+                .into_inner()
+                .unwrap_or_else(|p| p.into_inner());
+            let handed = bulk::hand_over(
+                fs,
+                &target.staging,
+                &options.namespace,
+                &options.bulkload_cmd,
+                &staged,
+            )?;
+            fs.delete(&target.staging)?;
+            report.hfiles = Some(handed);
+            let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
+            fs.write_atomic(&manifest_loc, &text)?;
+        }
         report.units_done = units_done;
         report.units_skipped = units_skipped;
     }
@@ -1061,7 +1187,56 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     report.counter_partitions = partitions;
     report.users_changed = users_changed.into_inner();
     report.posts_changed = posts_changed.into_inner();
+    report.via = options.via;
+    if options.via == Via::Hfile {
+        // The hand-over is part of the load's time.
+        report.seconds = started.elapsed().as_secs_f64();
+        report.rows_per_s = report.rows as f64 / report.seconds.max(1e-9);
+        report.mb_per_s = report.bytes as f64 / 1e6 / report.seconds.max(1e-9);
+    }
     Ok(report)
+}
+
+/// Prepares `--via hfile`: an empty staging folder (a failed run's files must never be
+/// handed over), the tables' current region boundaries, and a scratch folder.
+fn bulk_target<'a>(
+    fs: &'a FileSystems,
+    root: &Location,
+    options: &LoadOptions,
+    ts: i64,
+) -> Result<BulkTarget<'a>> {
+    let base = match &options.staging {
+        Some(url) => fs.parse(url)?,
+        None => root.join("_hfiles"),
+    };
+    if !base.is_hdfs() {
+        return Err(Error::Usage(format!(
+            "--via hfile stages HFiles on the cluster's HDFS, and {base} is not on HDFS: \
+             pass --staging hdfs://…"
+        )));
+    }
+    let staging = bulk::staging_root(&base, &options.date, &options.namespace);
+    fs.delete(&staging)?;
+    let mut conn = Connection::connect(&options.thrift, options.timeouts)?;
+    let mut boundaries = bulk::Boundaries::default();
+    for t in &options.tables {
+        let regions = conn.regions(&t.in_namespace(&options.namespace))?;
+        let mut starts: Vec<Vec<u8>> = regions.into_iter().map(|r| r.start_key).collect();
+        starts.sort();
+        boundaries.0.insert(*t, starts);
+    }
+    Ok(BulkTarget {
+        fs,
+        staging,
+        boundaries,
+        spill: crate::spill::SpillDir::create(None, "weibo-etl-load-")?,
+        hfile: crate::hbase::hfile::WriterOptions {
+            created_ms: chrono::Utc::now().timestamp_millis(),
+            source_task: format!("weibo-etl load dt={} ts={ts}", options.date),
+            ..Default::default()
+        },
+        staged: Mutex::new(Vec::new()),
+    })
 }
 
 /// How many nights the history spans (the distinct `dt=` folders of its files).

@@ -23,7 +23,7 @@ pub mod meta;
 pub mod writer;
 
 #[cfg(test)]
-mod reader;
+pub(crate) mod reader;
 #[cfg(test)]
 mod tests;
 

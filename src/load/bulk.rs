@@ -1,0 +1,736 @@
+//! The bulk-load route of `load` (`--via hfile`): the same cells as the Thrift route, written
+//! as HFiles and handed to HBase, which adopts them without a write-ahead log or memstore.
+//!
+//! Each of the `--writers` collectors receives the puts the router sends it (the same units,
+//! in the same order, as the Thrift writers would), encodes every cell with its table,
+//! family, region (by the table's current region boundaries, read through Thrift) and
+//! emission number, and sorts them in memory; past its share of `--memory-budget` it spills
+//! the sorted run to the local scratch folder. When every unit has run, each collector merges
+//! its runs into one HFile per table, family and region (rolled at [`MAX_HFILE_BYTES`])
+//! under `<input>/_hfiles/dt=<date>/<namespace>/<table>/<family>/`. Then [`hand_over`] runs
+//! the bulk-load command per table and checks that HBase took every file.
+//!
+//! Invariants:
+//! - A cell written twice in one run (same row, column and timestamp) appears once, with the
+//!   value emitted last, as the Thrift route's later put overwrites the earlier.
+//! - HFiles are written only after every unit succeeded, under hidden names until complete,
+//!   and the staging folder is emptied before a run writes into it, so a failed run leaves
+//!   nothing that a hand-over could adopt. docs/design/bulk-load.md has the rest.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::io::{BufReader, Read, Write};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::hbase::hfile::{Cell, HFileWriter, WriterOptions};
+use crate::hbase::Put;
+use crate::hdfs::{FileSystems, Location};
+use crate::spill::SpillDir;
+
+use super::layout::Table;
+
+/// A file past this size is closed and the next begins (HBase splits regions at 10 GB).
+pub const MAX_HFILE_BYTES: u64 = 2 << 30;
+
+/// The default hand-over command, as on a cluster node: `<cmd> <dir> <table>`.
+pub const DEFAULT_BULKLOAD_CMD: &str = "hbase completebulkload";
+
+/// The region start keys of every table loaded, the first one empty.
+#[derive(Clone, Debug, Default)]
+pub struct Boundaries(pub BTreeMap<Table, Vec<Vec<u8>>>);
+
+impl Boundaries {
+    fn region(&self, table: Table, row: &[u8]) -> u32 {
+        let starts = self.0.get(&table).map(Vec::as_slice).unwrap_or(&[]);
+        starts
+            .partition_point(|s| s.as_slice() <= row)
+            .saturating_sub(1) as u32
+    }
+}
+
+/// Where a run's HFiles go: `<base>/dt=<date>/<namespace>` (`base` is `<input>/_hfiles`
+/// unless `--staging` says otherwise).
+pub fn staging_root(base: &Location, date: &str, namespace: &str) -> Location {
+    base.join(&format!("dt={date}")).join(namespace)
+}
+
+/// One HFile written and waiting for its hand-over.
+#[derive(Clone, Debug, Serialize)]
+pub struct StagedFile {
+    pub table: Table,
+    pub location: String,
+    pub cells: u64,
+    pub bytes: u64,
+}
+
+/// The record of one cell in a collector's buffer and runs:
+/// `table u8, region u32, family_len u8, family, row_len u16, row, qualifier_len u16,
+/// qualifier, ts i64, seq u64 (inverted, so newer sorts first), value_len u32, value`.
+#[derive(Clone, Copy, Debug)]
+struct Record<'a> {
+    table: u8,
+    region: u32,
+    family: &'a [u8],
+    row: &'a [u8],
+    qualifier: &'a [u8],
+    ts: i64,
+    seq_inv: u64,
+    value: &'a [u8],
+}
+
+impl<'a> Record<'a> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(self.table);
+        out.extend_from_slice(&self.region.to_be_bytes());
+        out.push(self.family.len() as u8);
+        out.extend_from_slice(self.family);
+        out.extend_from_slice(&(self.row.len() as u16).to_be_bytes());
+        out.extend_from_slice(self.row);
+        out.extend_from_slice(&(self.qualifier.len() as u16).to_be_bytes());
+        out.extend_from_slice(self.qualifier);
+        out.extend_from_slice(&self.ts.to_be_bytes());
+        out.extend_from_slice(&self.seq_inv.to_be_bytes());
+        out.extend_from_slice(&(self.value.len() as u32).to_be_bytes());
+        out.extend_from_slice(self.value);
+    }
+
+    fn decode(b: &'a [u8]) -> Record<'a> {
+        let mut at = 0;
+        let mut take = |n: usize| {
+            let s = &b[at..at + n];
+            at += n;
+            s
+        };
+        let table = take(1)[0];
+        let region = u32::from_be_bytes(take(4).try_into().unwrap());
+        let flen = take(1)[0] as usize;
+        let family = take(flen);
+        let rlen = u16::from_be_bytes(take(2).try_into().unwrap()) as usize;
+        let row = take(rlen);
+        let qlen = u16::from_be_bytes(take(2).try_into().unwrap()) as usize;
+        let qualifier = take(qlen);
+        let ts = i64::from_be_bytes(take(8).try_into().unwrap());
+        let seq_inv = u64::from_be_bytes(take(8).try_into().unwrap());
+        let vlen = u32::from_be_bytes(take(4).try_into().unwrap()) as usize;
+        let value = take(vlen);
+        Record {
+            table,
+            region,
+            family,
+            row,
+            qualifier,
+            ts,
+            seq_inv,
+            value,
+        }
+    }
+
+    /// File order (table, family, region), then HBase's cell order, then the newest
+    /// emission first.
+    fn cmp(&self, o: &Record<'_>) -> Ordering {
+        (
+            self.table,
+            self.family,
+            self.region,
+            self.row,
+            self.qualifier,
+        )
+            .cmp(&(o.table, o.family, o.region, o.row, o.qualifier))
+            .then_with(|| o.ts.cmp(&self.ts))
+            .then_with(|| self.seq_inv.cmp(&o.seq_inv))
+    }
+
+    /// The same HBase cell (the emission number aside).
+    fn same_cell(&self, o: &Record<'_>) -> bool {
+        (self.table, self.family, self.row, self.qualifier, self.ts)
+            == (o.table, o.family, o.row, o.qualifier, o.ts)
+    }
+}
+
+fn table_code(t: Table) -> u8 {
+    t as u8
+}
+
+fn table_of(code: u8) -> Table {
+    Table::ALL
+        .into_iter()
+        .chain([Table::Friend])
+        .find(|t| *t as u8 == code)
+        .expect("our code")
+}
+
+/// One collector: the cells of the regions routed to one writer slot.
+pub struct Collector<'a> {
+    id: usize,
+    boundaries: &'a Boundaries,
+    spill: &'a SpillDir,
+    budget: usize,
+    arena: Vec<u8>,
+    entries: Vec<(u32, u32)>,
+    runs: Vec<String>,
+    seq: u64,
+    pub cells: u64,
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(id: usize, boundaries: &'a Boundaries, spill: &'a SpillDir, budget: usize) -> Self {
+        Collector {
+            id,
+            boundaries,
+            spill,
+            budget: budget.max(1 << 20),
+            arena: Vec::new(),
+            entries: Vec::new(),
+            runs: Vec::new(),
+            seq: 0,
+            cells: 0,
+        }
+    }
+
+    /// Takes the cells of one put, with timestamp `ts`.
+    pub fn add(&mut self, table: Table, ts: i64, put: &Put) -> Result<()> {
+        let region = self.boundaries.region(table, &put.key);
+        for (column, value) in &put.cells {
+            let at = column
+                .iter()
+                .position(|&b| b == b':')
+                .unwrap_or(column.len());
+            let (family, qualifier) = (&column[..at], column.get(at + 1..).unwrap_or(&[]));
+            let start = self.arena.len();
+            Record {
+                table: table_code(table),
+                region,
+                family,
+                row: &put.key,
+                qualifier,
+                ts,
+                seq_inv: u64::MAX - self.seq,
+                value,
+            }
+            .encode(&mut self.arena);
+            self.entries
+                .push((start as u32, (self.arena.len() - start) as u32));
+            self.seq += 1;
+            self.cells += 1;
+        }
+        // Offsets are u32: spill before the arena could outgrow them, whatever the budget.
+        let held = self.arena.len() + self.entries.len() * 8;
+        if held >= self.budget || self.arena.len() >= (u32::MAX as usize) / 2 {
+            self.spill_run()?;
+        }
+        Ok(())
+    }
+
+    fn sort(&mut self) {
+        let arena = &self.arena;
+        let rec = |(s, l): (u32, u32)| Record::decode(&arena[s as usize..(s + l) as usize]);
+        self.entries.sort_unstable_by(|a, b| rec(*a).cmp(&rec(*b)));
+    }
+
+    fn spill_run(&mut self) -> Result<()> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        self.sort();
+        let name = format!("w{}-run{}", self.id, self.runs.len());
+        let mut out = self.spill.create_file(&name, 1 << 20)?;
+        for &(s, l) in &self.entries {
+            let bytes = &self.arena[s as usize..(s + l) as usize];
+            out.write_all(&l.to_be_bytes())
+                .and_then(|_| out.write_all(bytes))
+                .map_err(|e| self.spill.error("write spill", &name, e))?;
+        }
+        out.flush()
+            .map_err(|e| self.spill.error("write spill", &name, e))?;
+        self.runs.push(name);
+        self.arena.clear();
+        self.entries.clear();
+        Ok(())
+    }
+
+    /// Merges everything collected into HFiles under `staging`.
+    pub fn write_hfiles(
+        mut self,
+        fs: &FileSystems,
+        staging: &Location,
+        options: &WriterOptions,
+    ) -> Result<Vec<StagedFile>> {
+        let mut sources: Vec<Source> = Vec::new();
+        if !self.runs.is_empty() {
+            self.spill_run()?;
+            for name in &self.runs {
+                let file = self.spill.open(name)?.ok_or_else(|| {
+                    self.spill
+                        .error("open spill", name, std::io::ErrorKind::NotFound.into())
+                })?;
+                sources.push(Source::File {
+                    reader: BufReader::with_capacity(1 << 20, file),
+                    buf: Vec::new(),
+                    name: name.clone(),
+                });
+            }
+        } else {
+            self.sort();
+            sources.push(Source::Memory {
+                arena: &self.arena,
+                entries: &self.entries,
+                at: 0,
+            });
+        }
+        let mut merger = Merger::new(sources, self.spill)?;
+        let mut out = FileRoller::new(fs, staging, self.id, options);
+        let mut last: Vec<u8> = Vec::new();
+        while let Some(bytes) = merger.next_record()? {
+            let r = Record::decode(&bytes);
+            if !last.is_empty() && r.same_cell(&Record::decode(&last)) {
+                continue;
+            }
+            out.append(&r)?;
+            last.clear();
+            last.extend_from_slice(&bytes);
+        }
+        let staged = out.finish()?;
+        for name in &self.runs {
+            self.spill.remove(name)?;
+        }
+        Ok(staged)
+    }
+}
+
+/// A sorted source of records: the in-memory buffer or a spilled run.
+enum Source<'a> {
+    Memory {
+        arena: &'a [u8],
+        entries: &'a [(u32, u32)],
+        at: usize,
+    },
+    File {
+        reader: BufReader<std::fs::File>,
+        buf: Vec<u8>,
+        name: String,
+    },
+}
+
+impl Source<'_> {
+    /// The next record, copied into `out`; false at the end.
+    fn next_into(&mut self, out: &mut Vec<u8>, spill: &SpillDir) -> Result<bool> {
+        out.clear();
+        match self {
+            Source::Memory { arena, entries, at } => {
+                let Some(&(s, l)) = entries.get(*at) else {
+                    return Ok(false);
+                };
+                *at += 1;
+                out.extend_from_slice(&arena[s as usize..(s + l) as usize]);
+                Ok(true)
+            }
+            Source::File { reader, buf, name } => {
+                let mut len = [0u8; 4];
+                match reader.read_exact(&mut len) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                    Err(e) => return Err(spill.error("read spill", name, e)),
+                }
+                buf.resize(u32::from_be_bytes(len) as usize, 0);
+                reader
+                    .read_exact(buf)
+                    .map_err(|e| spill.error("read spill", name, e))?;
+                out.extend_from_slice(buf);
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// The head record of one source, ordered for a min-heap.
+struct Head {
+    bytes: Vec<u8>,
+    source: usize,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Head {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // Reversed: BinaryHeap pops the greatest, the merge wants the least.
+        Record::decode(&o.bytes).cmp(&Record::decode(&self.bytes))
+    }
+}
+
+struct Merger<'a> {
+    sources: Vec<Source<'a>>,
+    heap: BinaryHeap<Head>,
+    spill: &'a SpillDir,
+}
+
+impl<'a> Merger<'a> {
+    fn new(mut sources: Vec<Source<'a>>, spill: &'a SpillDir) -> Result<Self> {
+        let mut heap = BinaryHeap::new();
+        for (i, s) in sources.iter_mut().enumerate() {
+            let mut bytes = Vec::new();
+            if s.next_into(&mut bytes, spill)? {
+                heap.push(Head { bytes, source: i });
+            }
+        }
+        Ok(Merger {
+            sources,
+            heap,
+            spill,
+        })
+    }
+
+    fn next_record(&mut self) -> Result<Option<Vec<u8>>> {
+        let Some(head) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        if self.sources[head.source].next_into(&mut bytes, self.spill)? {
+            self.heap.push(Head {
+                bytes,
+                source: head.source,
+            });
+        }
+        Ok(Some(head.bytes))
+    }
+}
+
+/// Writes one HFile per (table, family, region), starting a new one past the size limit.
+struct FileRoller<'a> {
+    fs: &'a FileSystems,
+    staging: &'a Location,
+    collector: usize,
+    options: &'a WriterOptions,
+    open: Option<OpenFile>,
+    staged: Vec<StagedFile>,
+    seq: u32,
+}
+
+struct OpenFile {
+    group: (u8, Vec<u8>, u32),
+    location: Location,
+    writer: HFileWriter<crate::hdfs::AtomicFile>,
+}
+
+impl<'a> FileRoller<'a> {
+    fn new(
+        fs: &'a FileSystems,
+        staging: &'a Location,
+        collector: usize,
+        options: &'a WriterOptions,
+    ) -> Self {
+        FileRoller {
+            fs,
+            staging,
+            collector,
+            options,
+            open: None,
+            staged: Vec::new(),
+            seq: 0,
+        }
+    }
+
+    fn append(&mut self, r: &Record<'_>) -> Result<()> {
+        let same_group = self.open.as_ref().is_some_and(|f| {
+            f.group.0 == r.table && f.group.1 == r.family && f.group.2 == r.region
+        });
+        let full = self
+            .open
+            .as_ref()
+            .is_some_and(|f| f.writer.approx_len() >= MAX_HFILE_BYTES);
+        if !same_group || full {
+            self.close()?;
+            let table = table_of(r.table);
+            let family = String::from_utf8_lossy(r.family).into_owned();
+            let name = format!("w{}-r{}-{}", self.collector, r.region, self.seq);
+            self.seq += 1;
+            let location = self.staging.join(table.name()).join(&family).join(&name);
+            let out = self.fs.create_atomic(&location)?;
+            let options = WriterOptions {
+                source_task: format!("{}/{name}", self.options.source_task),
+                ..self.options.clone()
+            };
+            self.open = Some(OpenFile {
+                group: (r.table, r.family.to_vec(), r.region),
+                location,
+                writer: HFileWriter::new(out, options),
+            });
+        }
+        let f = self.open.as_mut().expect("opened above");
+        let cell = Cell {
+            row: r.row,
+            family: r.family,
+            qualifier: r.qualifier,
+            timestamp: r.ts,
+            value: r.value,
+        };
+        f.writer
+            .append(&cell)
+            .map_err(|e| hfile_error(&f.location, e))
+    }
+
+    fn close(&mut self) -> Result<()> {
+        let Some(f) = self.open.take() else {
+            return Ok(());
+        };
+        let (out, summary) = f.writer.finish().map_err(|e| hfile_error(&f.location, e))?;
+        out.commit()?;
+        self.staged.push(StagedFile {
+            table: table_of(f.group.0),
+            location: f.location.to_string(),
+            cells: summary.cells,
+            bytes: summary.bytes,
+        });
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<StagedFile>> {
+        self.close()?;
+        Ok(self.staged)
+    }
+}
+
+fn hfile_error(location: &Location, e: crate::hbase::hfile::HFileError) -> Error {
+    Error::Hbase {
+        op: "write HFile",
+        table: location.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+/// What the hand-over did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HandOver {
+    pub tables: usize,
+    pub files: usize,
+    pub cells: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+}
+
+/// Hands each table's staged files to HBase with `command <dir> <namespace:table>`, and checks
+/// that HBase took every one: the command must succeed, print no checksum failure, and leave
+/// none of the files behind (a region server moves the files it adopts).
+pub fn hand_over(
+    fs: &FileSystems,
+    staging: &Location,
+    namespace: &str,
+    command: &[String],
+    staged: &[StagedFile],
+) -> Result<HandOver> {
+    let started = std::time::Instant::now();
+    let mut by_table: BTreeMap<Table, Vec<&StagedFile>> = BTreeMap::new();
+    for f in staged {
+        by_table.entry(f.table).or_default().push(f);
+    }
+    let (program, fixed) = command
+        .split_first()
+        .ok_or_else(|| Error::Usage("--bulkload-cmd is empty".into()))?;
+    let mut done = HandOver::default();
+    for (table, files) in by_table {
+        let dir = staging.join(table.name());
+        let full = table.in_namespace(namespace);
+        log::info!("bulk load: {} files into {full}", files.len());
+        let out = Command::new(program)
+            .args(fixed)
+            .arg(dir.to_string())
+            .arg(&full)
+            .output()
+            .map_err(|e| Error::Hbase {
+                op: "bulk load",
+                table: full.clone(),
+                reason: format!("cannot run {program}: {e}"),
+            })?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tail = || {
+            text.lines()
+                .rev()
+                .take(15)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        if !out.status.success() {
+            return Err(Error::Hbase {
+                op: "bulk load",
+                table: full,
+                reason: format!(
+                    "{} exited with {}:\n{}",
+                    command.join(" "),
+                    out.status,
+                    tail()
+                ),
+            });
+        }
+        if text.contains("checksum verification failed") {
+            return Err(Error::Hbase {
+                op: "bulk load",
+                table: full,
+                reason: format!("HBase reported a checksum failure:\n{}", tail()),
+            });
+        }
+        let mut left = Vec::new();
+        for f in &files {
+            if fs.exists(&fs.parse(&f.location)?)? {
+                left.push(f.location.clone());
+            }
+        }
+        if !left.is_empty() {
+            return Err(Error::Hbase {
+                op: "bulk load",
+                table: full,
+                reason: format!(
+                    "HBase did not adopt {} of {} files (first: {}); a region may have split \
+                     during the load: run it again",
+                    left.len(),
+                    files.len(),
+                    left[0]
+                ),
+            });
+        }
+        fs.delete(&dir)?;
+        done.tables += 1;
+        done.files += files.len();
+        done.cells += files.iter().map(|f| f.cells).sum::<u64>();
+        done.bytes += files.iter().map(|f| f.bytes).sum::<u64>();
+    }
+    done.seconds = started.elapsed().as_secs_f64();
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boundaries() -> Boundaries {
+        let mut b = Boundaries::default();
+        b.0.insert(Table::User, vec![vec![], vec![0x80]]);
+        b.0.insert(Table::Follow, vec![vec![]]);
+        b
+    }
+
+    /// (row, qualifier, timestamp, value) as read back.
+    type ReadCell = (Vec<u8>, Vec<u8>, i64, Vec<u8>);
+
+    /// Collects puts, writes the HFiles to a local folder, and reads back (table, family,
+    /// region, row, qualifier, ts, value) per file with the test reader.
+    fn run(puts: &[(Table, i64, Put)], budget: usize) -> Vec<(String, Vec<ReadCell>)> {
+        let b = boundaries();
+        let spill = SpillDir::create(None, "bulk-test").unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("hdfs://127.0.0.1:9");
+        let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
+        let mut c = Collector::new(0, &b, &spill, budget);
+        c.budget = budget;
+        for (t, ts, p) in puts {
+            c.add(*t, *ts, p).unwrap();
+        }
+        let staged = c
+            .write_hfiles(&fs, &staging, &WriterOptions::default())
+            .unwrap();
+        staged
+            .iter()
+            .map(|f| {
+                let bytes = fs.read_to_vec(&fs.parse(&f.location).unwrap()).unwrap();
+                let parsed = crate::hbase::hfile::reader::parse(&bytes)
+                    .unwrap()
+                    .cells
+                    .into_iter()
+                    .map(|c| (c.row, c.qualifier, c.timestamp, c.value))
+                    .collect();
+                let rel = f.location.rsplit('/').take(3).collect::<Vec<_>>();
+                (
+                    format!(
+                        "{}/{}/{}",
+                        rel[2],
+                        rel[1],
+                        rel[0].split('-').nth(1).unwrap()
+                    ),
+                    parsed,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn files_follow_table_family_and_region_and_the_last_put_wins() {
+        let puts = vec![
+            (
+                Table::User,
+                5,
+                Put::new(vec![0x90, 1])
+                    .cell("info:n", "late")
+                    .cell("count:f", vec![1]),
+            ),
+            (
+                Table::User,
+                5,
+                Put::new(vec![0x10, 1]).cell("info:n", "early"),
+            ),
+            (Table::Follow, 5, Put::new(vec![0x10, 2]).cell("r:t", "x")),
+            // The same cell again: the later emission wins.
+            (
+                Table::User,
+                5,
+                Put::new(vec![0x90, 1]).cell("info:n", "later"),
+            ),
+            // An older version of the same cell stays.
+            (
+                Table::User,
+                4,
+                Put::new(vec![0x90, 1]).cell("info:n", "older"),
+            ),
+        ];
+        for budget in [1, 1 << 30] {
+            let files = run(&puts, budget);
+            let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "user/count/r1",
+                    "user/info/r0",
+                    "user/info/r1",
+                    "follow/r/r0"
+                ]
+            );
+            let get = |name: &str| files.iter().find(|f| f.0 == name).unwrap().1.clone();
+            assert_eq!(
+                get("user/info/r0"),
+                vec![(vec![0x10, 1], b"n".to_vec(), 5, b"early".to_vec())]
+            );
+            assert_eq!(
+                get("user/info/r1"),
+                vec![
+                    (vec![0x90, 1], b"n".to_vec(), 5, b"later".to_vec()),
+                    (vec![0x90, 1], b"n".to_vec(), 4, b"older".to_vec()),
+                ],
+                "budget {budget}"
+            );
+            assert_eq!(
+                get("user/count/r1"),
+                vec![(vec![0x90, 1], b"f".to_vec(), 5, vec![1])]
+            );
+            assert_eq!(
+                get("follow/r/r0"),
+                vec![(vec![0x10, 2], b"t".to_vec(), 5, b"x".to_vec())]
+            );
+        }
+    }
+}
