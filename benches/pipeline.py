@@ -4,8 +4,10 @@
     python3 benches/pipeline.py --preset small      # ~100 k users: a few minutes
     python3 benches/pipeline.py --preset paper --drop-raw   # the paper's sizes: outside CI, long
     python3 benches/pipeline.py --preset small --formats canonical,nghuyong,mediacrawler,weibo-crawler,aminer
+    python3 benches/pipeline.py --preset paper --via both   # the load through Thrift, then HFiles
 
-Stages: gen -> clean -> load (every table) -> friends --load. Each stage runs as the CLI a cron
+Stages: gen -> clean -> load (every table; --via thrift, hfile, or both into two namespaces,
+the same data in the same run) -> friends --load. Each stage runs as the CLI a cron
 job would run, with --report; this script prints, per stage, the wall time, the records it
 handled, the throughput and the peak RSS (from the report), and writes them to
 <out>/pipeline-<preset>.json. It measures; it asserts nothing but the exit codes, and reports
@@ -46,6 +48,8 @@ def main():
                     help="block compression of the created tables (the paper preset needs it for disk)")
     ap.add_argument("--formats", default="canonical",
                     help="raw formats gen writes (comma-separated; see weibo-etl gen --help)")
+    ap.add_argument("--via", default="thrift", choices=["thrift", "hfile", "both"],
+                    help="the load's route; both loads the same cleaned data twice, into two namespaces")
     ap.add_argument("--reuse", action="store_true", help="reuse generated and cleaned data when present")
     ap.add_argument("--drop-raw", action="store_true",
                     help="delete the raw data once cleaned (the paper preset's 12.6 GB, for disk)")
@@ -89,13 +93,23 @@ def main():
             if args.drop_raw:
                 shutil.rmtree(raw, ignore_errors=True)
 
-        report = out / f"load-{args.preset}.json"
-        secs, doc, _ = stage("load", [BIN, "-q", "--namespace", ns, "--report", report, "load", "--input", clean,
-                                      "--date", DATE, "--regions", args.regions, "--writers", args.writers,
-                                      "--compression", args.compression], report)
-        l = doc["load"]
-        rows.append({"stage": "load", "seconds": secs, "records": l["rows"], "mb": l["bytes"] / 1e6,
-                     "peak_rss_mb": doc.get("peak_rss_mb"), "rows_by_table": l.get("rows_by_table")})
+        routes = ["thrift", "hfile"] if args.via == "both" else [args.via]
+        for via in routes:
+            target = ns if via == routes[0] else f"{ns}h"
+            report = out / f"load-{args.preset}-{via}.json"
+            extra = []
+            if via == "hfile":
+                extra = ["--via", "hfile", "--staging", f"hdfs://127.0.0.1:9000/bench/{target}",
+                         "--bulkload-cmd", f"{BIN} cluster bulkload"]
+            name = "load" if via == "thrift" else "load --via hfile"
+            secs, doc, _ = stage(name, [BIN, "-q", "--namespace", target, "--report", report, "load",
+                                        "--input", clean, "--date", DATE, "--regions", args.regions,
+                                        "--writers", args.writers, "--compression", args.compression, *extra],
+                                 report)
+            l = doc["load"]
+            rows.append({"stage": name, "seconds": secs, "records": l["rows"], "mb": l["bytes"] / 1e6,
+                         "peak_rss_mb": doc.get("peak_rss_mb"), "rows_by_table": l.get("rows_by_table"),
+                         "hfiles": l.get("hfiles")})
 
         report = out / f"friends-{args.preset}.json"
         secs, doc, _ = stage("friends --load", [BIN, "-q", "--namespace", ns, "--report", report, "friends",
@@ -119,6 +133,9 @@ def main():
         print(f"{r['stage']:<16} {r['seconds']:>9.1f} {r['records']:>13,} {r['records'] / r['seconds']:>11,.0f} "
               f"{mb if mb is not None else float('nan'):>9.1f} "
               f"{(mb or float('nan')) / r['seconds']:>7.1f} {r.get('peak_rss_mb') or 0:>8}")
+    loads = {r["stage"]: r["seconds"] for r in rows if r["stage"].startswith("load")}
+    if len(loads) == 2:
+        print(f"load --via hfile: {loads['load'] / loads['load --via hfile']:.2f}x the Thrift route")
     if truth_check:
         print("equal to _truth.json: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in truth_check.items()))
     doc = {"preset": args.preset, "formats": args.formats, "date": time.strftime("%Y-%m-%d %H:%M"),

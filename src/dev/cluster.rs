@@ -29,6 +29,8 @@ use crate::error::{Error, Result};
 pub const NAMENODE_PORT: u16 = 9000;
 pub const THRIFT_PORT: u16 = 9090;
 pub const THRIFT2_PORT: u16 = 9091;
+/// The cluster JVM's control port: bulk loads run inside it ([`bulk_load`]).
+pub const CONTROL_PORT: u16 = 9092;
 
 /// JVM options HBase needs on JDK 17 (as in its `bin/hbase`).
 const JDK17_FLAGS: &[&str] = &[
@@ -317,10 +319,38 @@ fn client_conf(paths: &ClusterPaths, name: &str) -> Result<PathBuf> {
     Ok(conf)
 }
 
-/// HBase's bulk load hand-over (`hbase completebulkload`).
-pub const BULKLOAD_TOOL: &str = "org.apache.hadoop.hbase.tool.BulkLoadHFilesTool";
 /// HBase's HFile printer and checker (`hbase hfile`).
 pub const HFILE_TOOL: &str = "org.apache.hadoop.hbase.io.hfile.HFilePrettyPrinter";
+
+/// Hands the HFiles under `dir` (`<dir>/<family>/<file>`) to `table` with HBase's own bulk
+/// load, run inside the cluster's JVM through its control port; returns how many files
+/// HBase loaded.
+pub fn bulk_load(dir: &str, table: &str) -> Result<u64> {
+    use std::io::Write as _;
+    let addr = SocketAddr::from(([127, 0, 0, 1], CONTROL_PORT));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| {
+        Error::Cluster(format!(
+            "the control port {CONTROL_PORT} does not answer ({e}): is the cluster up?"
+        ))
+    })?;
+    let failed =
+        |e: std::io::Error| Error::Cluster(format!("bulk load of {dir} into {table}: {e}"));
+    writeln!(stream, "BULKLOAD {dir} {table}").map_err(failed)?;
+    let mut line = String::new();
+    BufReader::new(stream)
+        .read_line(&mut line)
+        .map_err(failed)?;
+    let line = line.trim();
+    match line.strip_prefix("OK ") {
+        Some(n) => n
+            .parse()
+            .map_err(|_| Error::Cluster(format!("control port answered {line:?}"))),
+        None => Err(Error::Cluster(format!(
+            "bulk load of {dir} into {table} failed: {}",
+            line.strip_prefix("ERR ").unwrap_or(line)
+        ))),
+    }
+}
 
 /// Runs one of HBase's command-line tools (a `main` class from the cluster's artifacts)
 /// against the running cluster, as `hbase <tool>` would on a real one, and returns its exit

@@ -66,9 +66,7 @@ pub struct StagedFile {
     pub bytes: u64,
 }
 
-/// The record of one cell in a collector's buffer and runs:
-/// `table u8, region u32, family_len u8, family, row_len u16, row, qualifier_len u16,
-/// qualifier, ts i64, seq u64 (inverted, so newer sorts first), value_len u32, value`.
+/// One cell on its way into a collector.
 #[derive(Clone, Copy, Debug)]
 struct Record<'a> {
     table: u8,
@@ -77,76 +75,110 @@ struct Record<'a> {
     row: &'a [u8],
     qualifier: &'a [u8],
     ts: i64,
+    /// `u64::MAX -` the emission number, so the latest emission sorts first.
     seq_inv: u64,
     value: &'a [u8],
 }
 
-impl<'a> Record<'a> {
+/// Appends `bytes` so that byte order is kept and the end is marked: 0x00 becomes
+/// 0x00 0xff and the field ends with 0x00 0x00.
+fn escape(bytes: &[u8], out: &mut Vec<u8>) {
+    for &b in bytes {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// Reads a field written by [`escape`] into `out`; returns the bytes consumed.
+fn unescape(bytes: &[u8], out: &mut Vec<u8>) -> usize {
+    out.clear();
+    let mut i = 0;
+    loop {
+        let b = bytes[i];
+        if b == 0 {
+            if bytes[i + 1] == 0 {
+                return i + 2;
+            }
+            out.push(0);
+            i += 2;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+}
+
+impl Record<'_> {
+    /// Appends `u32 key length, key, u32 value length, value`. The key is
+    /// `table, family, 0x00, region (BE), escaped row, escaped qualifier, inverted timestamp,
+    /// inverted emission number`: its unsigned byte order is the file order (table, family,
+    /// region), then HBase's cell order, then the latest emission first, so sorting and
+    /// merging compare bytes only.
     fn encode(&self, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
         out.push(self.table);
-        out.extend_from_slice(&self.region.to_be_bytes());
-        out.push(self.family.len() as u8);
         out.extend_from_slice(self.family);
-        out.extend_from_slice(&(self.row.len() as u16).to_be_bytes());
-        out.extend_from_slice(self.row);
-        out.extend_from_slice(&(self.qualifier.len() as u16).to_be_bytes());
-        out.extend_from_slice(self.qualifier);
-        out.extend_from_slice(&self.ts.to_be_bytes());
+        out.push(0);
+        out.extend_from_slice(&self.region.to_be_bytes());
+        escape(self.row, out);
+        escape(self.qualifier, out);
+        out.extend_from_slice(&(!((self.ts as u64) ^ (1 << 63))).to_be_bytes());
         out.extend_from_slice(&self.seq_inv.to_be_bytes());
+        let key_len = (out.len() - at - 4) as u32;
+        out[at..at + 4].copy_from_slice(&key_len.to_be_bytes());
         out.extend_from_slice(&(self.value.len() as u32).to_be_bytes());
         out.extend_from_slice(self.value);
     }
+}
 
-    fn decode(b: &'a [u8]) -> Record<'a> {
-        let mut at = 0;
-        let mut take = |n: usize| {
-            let s = &b[at..at + n];
-            at += n;
-            s
-        };
-        let table = take(1)[0];
-        let region = u32::from_be_bytes(take(4).try_into().unwrap());
-        let flen = take(1)[0] as usize;
-        let family = take(flen);
-        let rlen = u16::from_be_bytes(take(2).try_into().unwrap()) as usize;
-        let row = take(rlen);
-        let qlen = u16::from_be_bytes(take(2).try_into().unwrap()) as usize;
-        let qualifier = take(qlen);
-        let ts = i64::from_be_bytes(take(8).try_into().unwrap());
-        let seq_inv = u64::from_be_bytes(take(8).try_into().unwrap());
-        let vlen = u32::from_be_bytes(take(4).try_into().unwrap()) as usize;
-        let value = take(vlen);
-        Record {
-            table,
-            region,
-            family,
-            row,
-            qualifier,
-            ts,
-            seq_inv,
-            value,
-        }
-    }
+/// A record's key and value.
+fn split(record: &[u8]) -> (&[u8], &[u8]) {
+    let key_len = u32::from_be_bytes(record[..4].try_into().unwrap()) as usize;
+    let key = &record[4..4 + key_len];
+    (key, &record[8 + key_len..])
+}
 
-    /// File order (table, family, region), then HBase's cell order, then the newest
-    /// emission first.
-    fn cmp(&self, o: &Record<'_>) -> Ordering {
-        (
-            self.table,
-            self.family,
-            self.region,
-            self.row,
-            self.qualifier,
-        )
-            .cmp(&(o.table, o.family, o.region, o.row, o.qualifier))
-            .then_with(|| o.ts.cmp(&self.ts))
-            .then_with(|| self.seq_inv.cmp(&o.seq_inv))
-    }
+/// The length of a key's (table, family, region) prefix: the HFile it belongs to.
+fn group_len(key: &[u8]) -> usize {
+    let family_end = 1 + key[1..]
+        .iter()
+        .position(|&b| b == 0)
+        .expect("terminated family");
+    family_end + 1 + 4
+}
 
-    /// The same HBase cell (the emission number aside).
-    fn same_cell(&self, o: &Record<'_>) -> bool {
-        (self.table, self.family, self.row, self.qualifier, self.ts)
-            == (o.table, o.family, o.row, o.qualifier, o.ts)
+/// The key without the emission number: equal for two emissions of one HBase cell.
+fn cell_part(key: &[u8]) -> &[u8] {
+    &key[..key.len() - 8]
+}
+
+/// A key's parts, decoded into reused buffers.
+#[derive(Default)]
+struct Decoded {
+    table: u8,
+    family: Vec<u8>,
+    region: u32,
+    row: Vec<u8>,
+    qualifier: Vec<u8>,
+    ts: i64,
+}
+
+impl Decoded {
+    fn read(&mut self, key: &[u8]) {
+        self.table = key[0];
+        let g = group_len(key);
+        self.family.clear();
+        self.family.extend_from_slice(&key[1..g - 5]);
+        self.region = u32::from_be_bytes(key[g - 4..g].try_into().unwrap());
+        let mut at = g;
+        at += unescape(&key[at..], &mut self.row);
+        at += unescape(&key[at..], &mut self.qualifier);
+        let ts_desc = u64::from_be_bytes(key[at..at + 8].try_into().unwrap());
+        self.ts = (!ts_desc ^ (1 << 63)) as i64;
     }
 }
 
@@ -226,8 +258,8 @@ impl<'a> Collector<'a> {
 
     fn sort(&mut self) {
         let arena = &self.arena;
-        let rec = |(s, l): (u32, u32)| Record::decode(&arena[s as usize..(s + l) as usize]);
-        self.entries.sort_unstable_by(|a, b| rec(*a).cmp(&rec(*b)));
+        let key = |(s, l): (u32, u32)| split(&arena[s as usize..(s + l) as usize]).0;
+        self.entries.sort_unstable_by(|a, b| key(*a).cmp(key(*b)));
     }
 
     fn spill_run(&mut self) -> Result<()> {
@@ -236,6 +268,11 @@ impl<'a> Collector<'a> {
         }
         self.sort();
         let name = format!("w{}-run{}", self.id, self.runs.len());
+        log::debug!(
+            "collector {}: spilling {} cells to {name}",
+            self.id,
+            self.entries.len()
+        );
         let mut out = self.spill.create_file(&name, 1 << 20)?;
         for &(s, l) in &self.entries {
             let bytes = &self.arena[s as usize..(s + l) as usize];
@@ -283,14 +320,16 @@ impl<'a> Collector<'a> {
         let mut merger = Merger::new(sources, self.spill)?;
         let mut out = FileRoller::new(fs, staging, self.id, options);
         let mut last: Vec<u8> = Vec::new();
+        let mut parts = Decoded::default();
         while let Some(bytes) = merger.next_record()? {
-            let r = Record::decode(&bytes);
-            if !last.is_empty() && r.same_cell(&Record::decode(&last)) {
+            let (key, value) = split(&bytes);
+            if !last.is_empty() && cell_part(key) == cell_part(&last) {
                 continue;
             }
-            out.append(&r)?;
+            parts.read(key);
+            out.append(group_len(key), key, &parts, value)?;
             last.clear();
-            last.extend_from_slice(&bytes);
+            last.extend_from_slice(key);
         }
         let staged = out.finish()?;
         for name in &self.runs {
@@ -365,7 +404,7 @@ impl PartialOrd for Head {
 impl Ord for Head {
     fn cmp(&self, o: &Self) -> Ordering {
         // Reversed: BinaryHeap pops the greatest, the merge wants the least.
-        Record::decode(&o.bytes).cmp(&Record::decode(&self.bytes))
+        split(&o.bytes).0.cmp(split(&self.bytes).0)
     }
 }
 
@@ -413,12 +452,15 @@ struct FileRoller<'a> {
     collector: usize,
     options: &'a WriterOptions,
     open: Option<OpenFile>,
-    staged: Vec<StagedFile>,
+    /// Files written and closing: an HDFS close waits for the NameNode to see the last
+    /// block (hundreds of ms), so files close on threads of their own, all at once.
+    closing: Vec<std::thread::JoinHandle<Result<StagedFile>>>,
     seq: u32,
 }
 
 struct OpenFile {
-    group: (u8, Vec<u8>, u32),
+    group: Vec<u8>,
+    table: Table,
     location: Location,
     writer: HFileWriter<crate::hdfs::AtomicFile>,
 }
@@ -436,15 +478,14 @@ impl<'a> FileRoller<'a> {
             collector,
             options,
             open: None,
-            staged: Vec::new(),
+            closing: Vec::new(),
             seq: 0,
         }
     }
 
-    fn append(&mut self, r: &Record<'_>) -> Result<()> {
-        let same_group = self.open.as_ref().is_some_and(|f| {
-            f.group.0 == r.table && f.group.1 == r.family && f.group.2 == r.region
-        });
+    /// Appends one cell; `key[..group]` names its file's table, family and region.
+    fn append(&mut self, group: usize, key: &[u8], r: &Decoded, value: &[u8]) -> Result<()> {
+        let same_group = self.open.as_ref().is_some_and(|f| f.group == key[..group]);
         let full = self
             .open
             .as_ref()
@@ -452,7 +493,7 @@ impl<'a> FileRoller<'a> {
         if !same_group || full {
             self.close()?;
             let table = table_of(r.table);
-            let family = String::from_utf8_lossy(r.family).into_owned();
+            let family = String::from_utf8_lossy(&r.family).into_owned();
             let name = format!("w{}-r{}-{}", self.collector, r.region, self.seq);
             self.seq += 1;
             let location = self.staging.join(table.name()).join(&family).join(&name);
@@ -462,18 +503,19 @@ impl<'a> FileRoller<'a> {
                 ..self.options.clone()
             };
             self.open = Some(OpenFile {
-                group: (r.table, r.family.to_vec(), r.region),
+                group: key[..group].to_vec(),
+                table,
                 location,
                 writer: HFileWriter::new(out, options),
             });
         }
         let f = self.open.as_mut().expect("opened above");
         let cell = Cell {
-            row: r.row,
-            family: r.family,
-            qualifier: r.qualifier,
+            row: &r.row,
+            family: &r.family,
+            qualifier: &r.qualifier,
             timestamp: r.ts,
-            value: r.value,
+            value,
         };
         f.writer
             .append(&cell)
@@ -485,19 +527,37 @@ impl<'a> FileRoller<'a> {
             return Ok(());
         };
         let (out, summary) = f.writer.finish().map_err(|e| hfile_error(&f.location, e))?;
-        out.commit()?;
-        self.staged.push(StagedFile {
-            table: table_of(f.group.0),
+        let staged = StagedFile {
+            table: f.table,
             location: f.location.to_string(),
             cells: summary.cells,
             bytes: summary.bytes,
-        });
+        };
+        self.closing
+            .push(std::thread::spawn(move || out.commit().map(|_| staged)));
         Ok(())
     }
 
     fn finish(mut self) -> Result<Vec<StagedFile>> {
-        self.close()?;
-        Ok(self.staged)
+        let closed = self.close();
+        let mut staged = Vec::new();
+        let mut first_err = closed.err();
+        for handle in self.closing.drain(..) {
+            match handle.join() {
+                Ok(Ok(f)) => staged.push(f),
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(Error::Hbase {
+                        op: "write HFile",
+                        table: self.staging.to_string(),
+                        reason: "a closing thread panicked".into(),
+                    });
+                }
+            }
+        }
+        first_err.map_or(Ok(staged), Err)
     }
 }
 
@@ -534,79 +594,37 @@ pub fn hand_over(
     for f in staged {
         by_table.entry(f.table).or_default().push(f);
     }
-    let (program, fixed) = command
-        .split_first()
-        .ok_or_else(|| Error::Usage("--bulkload-cmd is empty".into()))?;
-    let mut done = HandOver::default();
-    for (table, files) in by_table {
-        let dir = staging.join(table.name());
-        let full = table.in_namespace(namespace);
-        log::info!("bulk load: {} files into {full}", files.len());
-        let out = Command::new(program)
-            .args(fixed)
-            .arg(dir.to_string())
-            .arg(&full)
-            .output()
-            .map_err(|e| Error::Hbase {
-                op: "bulk load",
-                table: full.clone(),
-                reason: format!("cannot run {program}: {e}"),
-            })?;
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let tail = || {
-            text.lines()
-                .rev()
-                .take(15)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        if !out.status.success() {
-            return Err(Error::Hbase {
-                op: "bulk load",
-                table: full,
-                reason: format!(
-                    "{} exited with {}:\n{}",
-                    command.join(" "),
-                    out.status,
-                    tail()
-                ),
-            });
-        }
-        if text.contains("checksum verification failed") {
-            return Err(Error::Hbase {
-                op: "bulk load",
-                table: full,
-                reason: format!("HBase reported a checksum failure:\n{}", tail()),
-            });
-        }
-        let mut left = Vec::new();
-        for f in &files {
-            if fs.exists(&fs.parse(&f.location)?)? {
-                left.push(f.location.clone());
-            }
-        }
-        if !left.is_empty() {
-            return Err(Error::Hbase {
-                op: "bulk load",
-                table: full,
-                reason: format!(
-                    "HBase did not adopt {} of {} files (first: {}); a region may have split \
-                     during the load: run it again",
-                    left.len(),
-                    files.len(),
-                    left[0]
-                ),
-            });
-        }
-        fs.delete(&dir)?;
-        done.tables += 1;
+    if command.is_empty() {
+        return Err(Error::Usage("--bulkload-cmd is empty".into()));
+    }
+    // Tables go over at once: each hand-over waits mostly on its command's start and on the
+    // region servers, not on this machine.
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = by_table
+            .iter()
+            .map(|(table, files)| {
+                scope.spawn(move || hand_over_table(fs, staging, namespace, command, *table, files))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::Hbase {
+                        op: "bulk load",
+                        table: namespace.to_string(),
+                        reason: "a hand-over thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    let mut done = HandOver {
+        tables: by_table.len(),
+        ..HandOver::default()
+    };
+    for files in by_table.values() {
         done.files += files.len();
         done.cells += files.iter().map(|f| f.cells).sum::<u64>();
         done.bytes += files.iter().map(|f| f.bytes).sum::<u64>();
@@ -615,9 +633,124 @@ pub fn hand_over(
     Ok(done)
 }
 
+/// Hands one table's folder over and checks that HBase took every file.
+fn hand_over_table(
+    fs: &FileSystems,
+    staging: &Location,
+    namespace: &str,
+    command: &[String],
+    table: Table,
+    files: &[&StagedFile],
+) -> Result<()> {
+    let dir = staging.join(table.name());
+    let full = table.in_namespace(namespace);
+    log::info!("bulk load: {} files into {full}", files.len());
+    let (program, fixed) = command.split_first().expect("checked non-empty");
+    let out = Command::new(program)
+        .args(fixed)
+        .arg(dir.to_string())
+        .arg(&full)
+        .output()
+        .map_err(|e| Error::Hbase {
+            op: "bulk load",
+            table: full.clone(),
+            reason: format!("cannot run {program}: {e}"),
+        })?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+    if !out.status.success() {
+        return Err(Error::Hbase {
+            op: "bulk load",
+            table: full,
+            reason: format!("{} exited with {}:\n{tail}", command.join(" "), out.status),
+        });
+    }
+    if text.contains("checksum verification failed") {
+        return Err(Error::Hbase {
+            op: "bulk load",
+            table: full,
+            reason: format!("HBase reported a checksum failure:\n{tail}"),
+        });
+    }
+    let mut left = Vec::new();
+    for f in files {
+        if fs.exists(&fs.parse(&f.location)?)? {
+            left.push(f.location.clone());
+        }
+    }
+    if let Some(first) = left.first() {
+        return Err(Error::Hbase {
+            op: "bulk load",
+            table: full,
+            reason: format!(
+                "HBase did not adopt {} of {} files (first: {first}); a region may have split \
+                 during the load: run it again",
+                left.len(),
+                files.len(),
+            ),
+        });
+    }
+    fs.delete(&dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    type Parts = (u8, Vec<u8>, u32, Vec<u8>, Vec<u8>, i64, u64);
+
+    fn encoded(p: &Parts) -> Vec<u8> {
+        let mut out = Vec::new();
+        Record {
+            table: p.0,
+            family: &p.1,
+            region: p.2,
+            row: &p.3,
+            qualifier: &p.4,
+            ts: p.5,
+            seq_inv: p.6,
+            value: b"v",
+        }
+        .encode(&mut out);
+        out
+    }
+
+    proptest! {
+        /// Byte order of the encoded keys is the naive order of the parts (timestamp and
+        /// emission descending), and every part reads back.
+        #[test]
+        fn keys_sort_as_their_parts_and_read_back(
+            parts in proptest::collection::vec(
+                (0u8..3, prop_oneof![Just(b"count".to_vec()), Just(b"info".to_vec()), Just(b"r".to_vec())],
+                 0u32..3, proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff), any::<u8>()], 1..6),
+                 proptest::collection::vec(prop_oneof![Just(0u8), Just(0xff), any::<u8>()], 0..4),
+                 prop_oneof![Just(i64::MIN), Just(-1i64), Just(0), Just(i64::MAX), any::<i64>()],
+                 any::<u64>()),
+                1..40),
+        ) {
+            let mut naive = parts.clone();
+            naive.sort_by(|a, b| {
+                (a.0, &a.1, a.2, &a.3, &a.4).cmp(&(b.0, &b.1, b.2, &b.3, &b.4))
+                    .then(b.5.cmp(&a.5))
+                    .then(a.6.cmp(&b.6))
+            });
+            let mut bytes: Vec<Vec<u8>> = parts.iter().map(encoded).collect();
+            bytes.sort_by(|a, b| split(a).0.cmp(split(b).0));
+            let mut d = Decoded::default();
+            for (p, b) in naive.iter().zip(&bytes) {
+                let (key, value) = split(b);
+                d.read(key);
+                prop_assert_eq!((d.table, &d.family, d.region, &d.row, &d.qualifier, d.ts), (p.0, &p.1, p.2, &p.3, &p.4, p.5));
+                prop_assert_eq!(value, b"v");
+            }
+        }
+    }
 
     fn boundaries() -> Boundaries {
         let mut b = Boundaries::default();

@@ -182,8 +182,9 @@ pub fn cell_timestamp(date: &str) -> Result<i64> {
 }
 
 enum Msg {
-    /// A put into a region of a table, with its cell timestamp.
-    Row(Table, u32, i64, Put),
+    /// Puts into regions of tables, each with its cell timestamp (sent in groups: one
+    /// channel hand-off per put costs more than the put).
+    Rows(Vec<RoutedPut>),
     Flush(SyncSender<Result<()>>),
     /// Every unit succeeded: a bulk collector may write its HFiles.
     Finish,
@@ -196,6 +197,12 @@ struct WriterStats {
     batches: u64,
     retries: u64,
 }
+
+/// A put, the region it goes to, and its cell timestamp.
+type RoutedPut = (Table, u32, i64, Put);
+
+/// Puts a router gathers for one writer before handing them over.
+const ROUTE_GROUP: usize = 256;
 
 /// One writer thread: its own Thrift connection, per-(table, region, timestamp) batches.
 fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterStats>) -> Result<()> {
@@ -239,18 +246,20 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
     };
     for msg in rx {
         match msg {
-            Msg::Row(table, region, ts, put) => {
-                if failed.is_some() {
-                    continue;
-                }
-                let size = put.payload_bytes();
-                let entry = buffers.entry((table, region, ts)).or_default();
-                entry.0.push(put);
-                entry.1 += size;
-                if entry.1 >= options.batch_bytes {
-                    let (rows, bytes) = std::mem::take(entry);
-                    if let Err(e) = send(&mut conn, table, ts, rows, bytes) {
-                        failed = Some(e);
+            Msg::Rows(puts) => {
+                for (table, region, ts, put) in puts {
+                    if failed.is_some() {
+                        break;
+                    }
+                    let size = put.payload_bytes();
+                    let entry = buffers.entry((table, region, ts)).or_default();
+                    entry.0.push(put);
+                    entry.1 += size;
+                    if entry.1 >= options.batch_bytes {
+                        let (rows, bytes) = std::mem::take(entry);
+                        if let Err(e) = send(&mut conn, table, ts, rows, bytes) {
+                            failed = Some(e);
+                        }
                     }
                 }
             }
@@ -301,10 +310,12 @@ fn collector_loop(
     let (mut rows, mut bytes) = (0u64, 0u64);
     for msg in rx {
         match msg {
-            Msg::Row(table, _, ts, put) => {
-                rows += 1;
-                bytes += put.payload_bytes() as u64;
-                collector.add(table, ts, &put)?;
+            Msg::Rows(puts) => {
+                for (table, _, ts, put) in puts {
+                    rows += 1;
+                    bytes += put.payload_bytes() as u64;
+                    collector.add(table, ts, &put)?;
+                }
             }
             Msg::Flush(ack) => {
                 let _ = ack.send(Ok(()));
@@ -318,7 +329,14 @@ fn collector_loop(
         s.bytes += bytes;
     }
     if finish {
+        let started = Instant::now();
+        let cells = collector.cells;
         let files = collector.write_hfiles(target.fs, &target.staging, &target.hfile)?;
+        log::info!(
+            "collector {id}: {cells} cells into {} HFiles in {:.1}s",
+            files.len(),
+            started.elapsed().as_secs_f64()
+        );
         target
             .staged
             .lock()
@@ -334,6 +352,8 @@ type Unit<'a> = Box<dyn Fn(&mut Router) -> Result<()> + 'a>;
 /// Routes puts to the writers by region and flushes them at unit boundaries.
 struct Router {
     senders: Vec<SyncSender<Msg>>,
+    /// Puts not yet handed to each writer.
+    pending: Vec<Vec<RoutedPut>>,
     regions: u32,
     rows_by_table: BTreeMap<Table, u64>,
     /// The cell timestamp of the run's rows.
@@ -351,17 +371,33 @@ impl Router {
         let region = keys::region_of(prefix, self.regions);
         let w = region as usize % self.senders.len();
         *self.rows_by_table.entry(table).or_default() += 1;
+        self.pending[w].push((table, region, ts, put));
+        if self.pending[w].len() >= ROUTE_GROUP {
+            self.hand_off(w)?;
+        }
+        Ok(())
+    }
+
+    /// Sends writer `w` the puts gathered for it.
+    fn hand_off(&mut self, w: usize) -> Result<()> {
+        if self.pending[w].is_empty() {
+            return Ok(());
+        }
+        let group = std::mem::replace(&mut self.pending[w], Vec::with_capacity(ROUTE_GROUP));
         self.senders[w]
-            .send(Msg::Row(table, region, ts, put))
+            .send(Msg::Rows(group))
             .map_err(|_| Error::Hbase {
                 op: "load",
-                table: table.name().into(),
+                table: "-".into(),
                 reason: "a writer stopped".into(),
             })
     }
 
     /// Waits until every writer has sent everything it holds.
-    fn flush(&self) -> Result<()> {
+    fn flush(&mut self) -> Result<()> {
+        for w in 0..self.senders.len() {
+            self.hand_off(w)?;
+        }
         let mut acks = Vec::new();
         for s in &self.senders {
             let (tx, rx) = sync_channel(1);
@@ -650,7 +686,7 @@ fn with_writers(
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for id in 0..options.writers.max(1) {
-            let (tx, rx) = sync_channel::<Msg>(4096);
+            let (tx, rx) = sync_channel::<Msg>(4096 / ROUTE_GROUP);
             senders.push(tx);
             let stats = &stats;
             handles.push(match bulk {
@@ -659,12 +695,16 @@ fn with_writers(
             });
         }
         let mut router = Router {
+            pending: vec![Vec::new(); senders.len()],
             senders,
             regions: options.regions,
             rows_by_table: BTreeMap::new(),
             ts,
         };
-        let result = body(&mut router);
+        let mut result = body(&mut router);
+        if result.is_ok() {
+            result = router.flush();
+        }
         if result.is_ok() {
             for s in &router.senders {
                 let _ = s.send(Msg::Finish);

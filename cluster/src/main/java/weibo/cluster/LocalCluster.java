@@ -17,6 +17,7 @@ import org.apache.thrift.transport.TSocket;
  *   <li>HDFS: a MiniDFSCluster whose NameNode listens on 127.0.0.1:9000;
  *   <li>HBase: a mini cluster (ZooKeeper, master, one region server) whose root dir lives on that
  *       HDFS, so the local shape matches production;
+ *   <li>a control port on 127.0.0.1:9092 that runs HBase's bulk load in this JVM;
  *   <li>the Thrift1 gateway on 127.0.0.1:9090 (what the loader and happybase use) and the Thrift2
  *       gateway on 127.0.0.1:9091 (used only for admin calls Thrift1 lacks: namespaces and
  *       pre-split table creation).
@@ -35,6 +36,7 @@ public final class LocalCluster {
     int nnPort = 9000;
     int thriftPort = 9090;
     int thrift2Port = 9091;
+    int controlPort = 9092;
     long watchPid = -1;
     boolean stopOnStdin = false;
     for (int i = 0; i < args.length; i++) {
@@ -43,6 +45,7 @@ public final class LocalCluster {
         case "--namenode-port": nnPort = Integer.parseInt(args[++i]); break;
         case "--thrift-port": thriftPort = Integer.parseInt(args[++i]); break;
         case "--thrift2-port": thrift2Port = Integer.parseInt(args[++i]); break;
+        case "--control-port": controlPort = Integer.parseInt(args[++i]); break;
         case "--watch-pid": watchPid = Long.parseLong(args[++i]); break;
         case "--stop-on-stdin": stopOnStdin = true; break;
         default:
@@ -116,6 +119,8 @@ public final class LocalCluster {
         new File(data, "zookeeper-port").toPath(),
         util.getZkCluster().getClientPort() + "\n");
 
+    startControl(new Configuration(util.getConfiguration()), controlPort);
+
     Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(util), "local-cluster-shutdown"));
 
     double secs = (System.nanoTime() - started) / 1e9;
@@ -162,6 +167,60 @@ public final class LocalCluster {
     t.setDaemon(true);
     t.start();
     return t;
+  }
+
+  /**
+   * The control port: one request line per connection, {@code BULKLOAD <dir> <table>}, answered
+   * by one line, {@code OK <files>} or {@code ERR <reason>}. It runs HBase's own bulk load
+   * (what {@code hbase completebulkload} runs) inside this JVM, so a hand-over does not pay for
+   * a JVM of its own. Bound to 127.0.0.1 only.
+   */
+  private static void startControl(Configuration conf, int port) throws Exception {
+    java.net.ServerSocket server =
+        new java.net.ServerSocket(port, 16, java.net.InetAddress.getByName("127.0.0.1"));
+    Thread t = new Thread(() -> {
+      while (!stopping) {
+        try {
+          java.net.Socket socket = server.accept();
+          Thread worker = new Thread(() -> serveControl(conf, socket), "control-request");
+          worker.setDaemon(true);
+          worker.start();
+        } catch (Exception e) {
+          if (!stopping) {
+            System.err.println("control port: " + e);
+          }
+        }
+      }
+    }, "control");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  private static void serveControl(Configuration conf, java.net.Socket socket) {
+    try (socket;
+        java.io.BufferedReader in = new java.io.BufferedReader(
+            new java.io.InputStreamReader(socket.getInputStream(), "UTF-8"));
+        java.io.PrintWriter out = new java.io.PrintWriter(
+            new java.io.OutputStreamWriter(socket.getOutputStream(), "UTF-8"), true)) {
+      String line = in.readLine();
+      String[] parts = line == null ? new String[0] : line.trim().split(" ");
+      if (parts.length != 3 || !parts[0].equals("BULKLOAD")) {
+        out.println("ERR expected: BULKLOAD <dir> <table>");
+        return;
+      }
+      try {
+        java.util.Map<?, ?> loaded = org.apache.hadoop.hbase.tool.BulkLoadHFiles.create(conf)
+            .bulkLoad(org.apache.hadoop.hbase.TableName.valueOf(parts[2]),
+                new org.apache.hadoop.fs.Path(parts[1]));
+        log("bulk load of " + parts[1] + " into " + parts[2] + ": " + loaded.size() + " files");
+        out.println("OK " + loaded.size());
+      } catch (Throwable e) {
+        log("bulk load of " + parts[1] + " into " + parts[2] + " failed: " + e);
+        out.println("ERR " + String.valueOf(e).replace('\n', ' '));
+      }
+    } catch (Exception e) {
+      System.err.println("control request: " + e);
+    }
   }
 
   /** Ready means a real Thrift1 call answers, not merely that the port accepts. */
