@@ -14,11 +14,14 @@ Examples:
   weibo-etl cluster down        stop it (SIGTERM, clean shutdown)
   weibo-etl cluster bulkload hdfs://127.0.0.1:9000/staging/user weibo:user
                                 hand HFiles to HBase (as `hbase completebulkload`)
+  weibo-etl cluster compact weibo:user
+                                major-compact a table and wait for the end
   weibo-etl cluster hfile -- -m -p -f hdfs://127.0.0.1:9000/staging/user/info/part-0
                                 print an HFile (as `hbase hfile`)
 
 It listens on hdfs://127.0.0.1:9000 (NameNode), 127.0.0.1:9090 (HBase Thrift1) and
-127.0.0.1:9091 (HBase Thrift2). Logs, pid file and data live in target/local-cluster/.";
+127.0.0.1:9091 (HBase Thrift2), and 127.0.0.1:9092 (its control port: bulk loads and
+compactions). Logs, pid file and data live in target/local-cluster/.";
 
 /// Start, stop or inspect the local cluster: a real HDFS (MiniDFSCluster), HBase (mini
 /// cluster, root dir on that HDFS) and the HBase Thrift1 + Thrift2 gateways in one JVM,
@@ -48,6 +51,11 @@ enum Action {
     Bulkload {
         /// The folder, on the cluster's HDFS
         dir: String,
+        /// The table, namespace:name
+        table: String,
+    },
+    /// Major-compact a table and wait until the compaction is over
+    Compact {
         /// The table, namespace:name
         table: String,
     },
@@ -83,6 +91,11 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         Action::Bulkload { dir, table } => {
             let files = cluster::bulk_load(&dir, &table)?;
             println!("bulk load: {files} files into {table}");
+            return Ok(());
+        }
+        Action::Compact { table } => {
+            cluster::major_compact(&table)?;
+            println!("{table} major-compacted");
             return Ok(());
         }
         Action::Hfile { args } => {

@@ -322,10 +322,8 @@ fn client_conf(paths: &ClusterPaths, name: &str) -> Result<PathBuf> {
 /// HBase's HFile printer and checker (`hbase hfile`).
 pub const HFILE_TOOL: &str = "org.apache.hadoop.hbase.io.hfile.HFilePrettyPrinter";
 
-/// Hands the HFiles under `dir` (`<dir>/<family>/<file>`) to `table` with HBase's own bulk
-/// load, run inside the cluster's JVM through its control port; returns how many files
-/// HBase loaded.
-pub fn bulk_load(dir: &str, table: &str) -> Result<u64> {
+/// Sends one request line to the cluster JVM's control port and returns what follows `OK `.
+fn control(request: &str) -> Result<String> {
     use std::io::Write as _;
     let addr = SocketAddr::from(([127, 0, 0, 1], CONTROL_PORT));
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| {
@@ -333,23 +331,33 @@ pub fn bulk_load(dir: &str, table: &str) -> Result<u64> {
             "the control port {CONTROL_PORT} does not answer ({e}): is the cluster up?"
         ))
     })?;
-    let failed =
-        |e: std::io::Error| Error::Cluster(format!("bulk load of {dir} into {table}: {e}"));
-    writeln!(stream, "BULKLOAD {dir} {table}").map_err(failed)?;
+    let failed = |e: std::io::Error| Error::Cluster(format!("{request}: {e}"));
+    writeln!(stream, "{request}").map_err(failed)?;
     let mut line = String::new();
-    BufReader::new(stream)
-        .read_line(&mut line)
-        .map_err(failed)?;
+    BufReader::new(stream).read_line(&mut line).map_err(failed)?;
     let line = line.trim();
     match line.strip_prefix("OK ") {
-        Some(n) => n
-            .parse()
-            .map_err(|_| Error::Cluster(format!("control port answered {line:?}"))),
+        Some(answer) => Ok(answer.to_string()),
         None => Err(Error::Cluster(format!(
-            "bulk load of {dir} into {table} failed: {}",
+            "{request} failed: {}",
             line.strip_prefix("ERR ").unwrap_or(line)
         ))),
     }
+}
+
+/// Hands the HFiles under `dir` (`<dir>/<family>/<file>`) to `table` with HBase's own bulk
+/// load, run inside the cluster's JVM through its control port; returns how many files
+/// HBase loaded.
+pub fn bulk_load(dir: &str, table: &str) -> Result<u64> {
+    let answer = control(&format!("BULKLOAD {dir} {table}"))?;
+    answer
+        .parse()
+        .map_err(|_| Error::Cluster(format!("the control port answered {answer:?}")))
+}
+
+/// Major-compacts `table` and returns once HBase reports no compaction running on it.
+pub fn major_compact(table: &str) -> Result<()> {
+    control(&format!("COMPACT {table}")).map(|_| ())
 }
 
 /// Runs one of HBase's command-line tools (a `main` class from the cluster's artifacts)

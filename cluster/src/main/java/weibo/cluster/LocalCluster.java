@@ -204,8 +204,16 @@ public final class LocalCluster {
             new java.io.OutputStreamWriter(socket.getOutputStream(), "UTF-8"), true)) {
       String line = in.readLine();
       String[] parts = line == null ? new String[0] : line.trim().split(" ");
+      if (parts.length == 2 && parts[0].equals("COMPACT")) {
+        try {
+          out.println("OK " + majorCompact(conf, parts[1]));
+        } catch (Throwable e) {
+          out.println("ERR " + String.valueOf(e).replace('\n', ' '));
+        }
+        return;
+      }
       if (parts.length != 3 || !parts[0].equals("BULKLOAD")) {
-        out.println("ERR expected: BULKLOAD <dir> <table>");
+        out.println("ERR expected: BULKLOAD <dir> <table> or COMPACT <table>");
         return;
       }
       try {
@@ -220,6 +228,35 @@ public final class LocalCluster {
       }
     } catch (Exception e) {
       System.err.println("control request: " + e);
+    }
+  }
+
+  /**
+   * Major-compacts a table and waits until HBase says no compaction runs on it; returns the
+   * seconds waited. The request is queued asynchronously, so a state of NONE counts only
+   * after the compaction was seen running or a grace period passed.
+   */
+  private static double majorCompact(Configuration conf, String table) throws Exception {
+    long started = System.nanoTime();
+    try (org.apache.hadoop.hbase.client.Connection c =
+            org.apache.hadoop.hbase.client.ConnectionFactory.createConnection(conf);
+        org.apache.hadoop.hbase.client.Admin admin = c.getAdmin()) {
+      org.apache.hadoop.hbase.TableName name = org.apache.hadoop.hbase.TableName.valueOf(table);
+      admin.majorCompact(name);
+      boolean seen = false;
+      while (true) {
+        TimeUnit.MILLISECONDS.sleep(250);
+        boolean running = admin.getCompactionState(name)
+            != org.apache.hadoop.hbase.client.CompactionState.NONE;
+        seen |= running;
+        double secs = (System.nanoTime() - started) / 1e9;
+        if (!running && (seen || secs > 5)) {
+          return secs;
+        }
+        if (secs > 600) {
+          throw new IllegalStateException("major compaction of " + table + " still running");
+        }
+      }
     }
   }
 
