@@ -287,8 +287,15 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
     // neither does a major compaction, which merges the two loads' equal cells.
     ok(hfile_load(&clean, &failed, &local_handover(), &[]));
     assert_same_tables(&thrift, &failed);
-    for table in cluster::every_table().into_iter().filter(|t| *t != "friend") {
-        ok(run(bin().args(["cluster", "compact", &format!("{failed}:{table}")])));
+    for table in cluster::every_table()
+        .into_iter()
+        .filter(|t| *t != "friend")
+    {
+        ok(run(bin().args([
+            "cluster",
+            "compact",
+            &format!("{failed}:{table}"),
+        ])));
     }
     assert_same_tables(&thrift, &failed);
 }

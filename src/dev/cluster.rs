@@ -334,7 +334,9 @@ fn control(request: &str) -> Result<String> {
     let failed = |e: std::io::Error| Error::Cluster(format!("{request}: {e}"));
     writeln!(stream, "{request}").map_err(failed)?;
     let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).map_err(failed)?;
+    BufReader::new(stream)
+        .read_line(&mut line)
+        .map_err(failed)?;
     let line = line.trim();
     match line.strip_prefix("OK ") {
         Some(answer) => Ok(answer.to_string()),

@@ -203,6 +203,7 @@ pub struct Collector<'a> {
     arena: Vec<u8>,
     entries: Vec<(u32, u32)>,
     runs: Vec<String>,
+    merged: u32,
     seq: u64,
     pub cells: u64,
 }
@@ -217,6 +218,7 @@ impl<'a> Collector<'a> {
             arena: Vec::new(),
             entries: Vec::new(),
             runs: Vec::new(),
+            merged: 0,
             seq: 0,
             cells: 0,
         }
@@ -273,15 +275,11 @@ impl<'a> Collector<'a> {
             self.id,
             self.entries.len()
         );
-        let mut out = self.spill.create_file(&name, 1 << 20)?;
+        let mut out = RunWriter::create(self.spill, &name)?;
         for &(s, l) in &self.entries {
-            let bytes = &self.arena[s as usize..(s + l) as usize];
-            out.write_all(&l.to_be_bytes())
-                .and_then(|_| out.write_all(bytes))
-                .map_err(|e| self.spill.error("write spill", &name, e))?;
+            out.write(&self.arena[s as usize..(s + l) as usize])?;
         }
-        out.flush()
-            .map_err(|e| self.spill.error("write spill", &name, e))?;
+        out.finish()?;
         self.runs.push(name);
         self.arena.clear();
         self.entries.clear();
@@ -298,16 +296,29 @@ impl<'a> Collector<'a> {
         let mut sources: Vec<Source> = Vec::new();
         if !self.runs.is_empty() {
             self.spill_run()?;
+            // At most MAX_FAN_IN runs are read at once: the oldest are merged into one first.
+            while self.runs.len() > MAX_FAN_IN {
+                let group: Vec<String> = self.runs.drain(..MAX_FAN_IN).collect();
+                let name = format!("w{}-merged{}", self.id, self.merged);
+                self.merged += 1;
+                let inputs = group
+                    .iter()
+                    .map(|n| Source::open(self.spill, n))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut merger = Merger::new(inputs, self.spill)?;
+                let mut out = RunWriter::create(self.spill, &name)?;
+                while let Some(record) = merger.next_record()? {
+                    out.write(&record)?;
+                }
+                out.finish()?;
+                drop(merger);
+                for n in &group {
+                    self.spill.remove(n)?;
+                }
+                self.runs.push(name);
+            }
             for name in &self.runs {
-                let file = self.spill.open(name)?.ok_or_else(|| {
-                    self.spill
-                        .error("open spill", name, std::io::ErrorKind::NotFound.into())
-                })?;
-                sources.push(Source::File {
-                    reader: BufReader::with_capacity(1 << 20, file),
-                    buf: Vec::new(),
-                    name: name.clone(),
-                });
+                sources.push(Source::open(self.spill, name)?);
             }
         } else {
             self.sort();
@@ -339,6 +350,48 @@ impl<'a> Collector<'a> {
     }
 }
 
+/// Runs merged at once; more are merged in groups first, so the readers' buffers and
+/// decoders stay bounded however large the load.
+const MAX_FAN_IN: usize = 64;
+
+/// A spilled run: length-prefixed records, zstd-compressed (the keys repeat their table,
+/// family and row prefixes, so a run shrinks several times for little CPU).
+struct RunWriter<'a> {
+    out: zstd::stream::write::Encoder<'static, std::io::BufWriter<std::fs::File>>,
+    spill: &'a SpillDir,
+    name: String,
+}
+
+impl<'a> RunWriter<'a> {
+    fn create(spill: &'a SpillDir, name: &str) -> Result<Self> {
+        let file = spill.create_file(name, 1 << 20)?;
+        let out = zstd::stream::write::Encoder::new(file, 1)
+            .map_err(|e| spill.error("write spill", name, e))?;
+        Ok(RunWriter {
+            out,
+            spill,
+            name: name.to_string(),
+        })
+    }
+
+    fn write(&mut self, record: &[u8]) -> Result<()> {
+        self.out
+            .write_all(&(record.len() as u32).to_be_bytes())
+            .and_then(|_| self.out.write_all(record))
+            .map_err(|e| self.spill.error("write spill", &self.name, e))
+    }
+
+    fn finish(self) -> Result<()> {
+        let (spill, name) = (self.spill, self.name);
+        self.out
+            .finish()
+            .and_then(|mut f| f.flush())
+            .map_err(|e| spill.error("write spill", &name, e))
+    }
+}
+
+type RunReader = BufReader<zstd::stream::read::Decoder<'static, BufReader<std::fs::File>>>;
+
 /// A sorted source of records: the in-memory buffer or a spilled run.
 enum Source<'a> {
     Memory {
@@ -347,13 +400,26 @@ enum Source<'a> {
         at: usize,
     },
     File {
-        reader: BufReader<std::fs::File>,
+        reader: RunReader,
         buf: Vec<u8>,
         name: String,
     },
 }
 
 impl Source<'_> {
+    fn open<'a>(spill: &SpillDir, name: &str) -> Result<Source<'a>> {
+        let file = spill
+            .open(name)?
+            .ok_or_else(|| spill.error("open spill", name, std::io::ErrorKind::NotFound.into()))?;
+        let decoder = zstd::stream::read::Decoder::new(file)
+            .map_err(|e| spill.error("read spill", name, e))?;
+        Ok(Source::File {
+            reader: BufReader::with_capacity(64 << 10, decoder),
+            buf: Vec::new(),
+            name: name.to_string(),
+        })
+    }
+
     /// The next record, copied into `out`; false at the end.
     fn next_into(&mut self, out: &mut Vec<u8>, spill: &SpillDir) -> Result<bool> {
         out.clear();
@@ -800,6 +866,22 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn many_runs_merge_in_groups_to_the_same_files() {
+        // 300 puts spilled one run each: more than MAX_FAN_IN runs, so groups merge first.
+        let puts: Vec<(Table, i64, Put)> = (0..300u32)
+            .map(|i| {
+                let row = (i.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
+                let put = Put::new(row).cell("info:n", format!("v{i}"));
+                (Table::User, i64::from(i % 3), put)
+            })
+            .collect();
+        let spilled = run(&puts, 1);
+        assert_eq!(spilled, run(&puts, 1 << 30));
+        let cells: usize = spilled.iter().map(|f| f.1.len()).sum();
+        assert_eq!(cells, 300);
     }
 
     #[test]
