@@ -275,6 +275,13 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
         recorded.is_empty(),
         "units recorded before their hand-over: {recorded:?}"
     );
+    // Nor is any HFile left that a later hand-over could adopt.
+    let fs = FileSystems::new(cluster::HDFS);
+    let staging = fs
+        .parse(&format!("{}/it/{failed}/staging", cluster::HDFS))
+        .unwrap();
+    let left = fs.list(&staging, true).unwrap_or_default();
+    assert!(left.iter().all(|f| f.is_dir), "a failed run left {left:?}");
     ok(hfile_load(
         &clean,
         &failed,

@@ -43,7 +43,8 @@ pub const DEFAULT_BULKLOAD_CMD: &str = "hbase completebulkload";
 pub struct Boundaries(pub BTreeMap<Table, Vec<Vec<u8>>>);
 
 impl Boundaries {
-    fn region(&self, table: Table, row: &[u8]) -> u32 {
+    /// The region of `table` that holds `row`.
+    pub fn region(&self, table: Table, row: &[u8]) -> u32 {
         let starts = self.0.get(&table).map(Vec::as_slice).unwrap_or(&[]);
         starts
             .partition_point(|s| s.as_slice() <= row)
@@ -57,10 +58,15 @@ pub fn staging_root(base: &Location, date: &str, namespace: &str) -> Location {
     base.join(&format!("dt={date}")).join(namespace)
 }
 
+/// HBase's default `hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily`.
+pub const MAX_FILES_PER_REGION: usize = 32;
+
 /// One HFile written and waiting for its hand-over.
 #[derive(Clone, Debug, Serialize)]
 pub struct StagedFile {
     pub table: Table,
+    pub family: String,
+    pub region: u32,
     pub location: String,
     pub cells: u64,
     pub bytes: u64,
@@ -202,7 +208,8 @@ pub struct Collector<'a> {
     budget: usize,
     arena: Vec<u8>,
     entries: Vec<(u32, u32)>,
-    runs: Vec<String>,
+    /// Spilled runs and the records each holds.
+    runs: Vec<(String, u64)>,
     merged: u32,
     seq: u64,
     pub cells: u64,
@@ -251,7 +258,7 @@ impl<'a> Collector<'a> {
             self.cells += 1;
         }
         // Offsets are u32: spill before the arena could outgrow them, whatever the budget.
-        let held = self.arena.len() + self.entries.len() * 8;
+        let held = self.arena.capacity() + self.entries.capacity() * 8;
         if held >= self.budget || self.arena.len() >= (u32::MAX as usize) / 2 {
             self.spill_run()?;
         }
@@ -279,8 +286,8 @@ impl<'a> Collector<'a> {
         for &(s, l) in &self.entries {
             out.write(&self.arena[s as usize..(s + l) as usize])?;
         }
-        out.finish()?;
-        self.runs.push(name);
+        let records = out.finish()?;
+        self.runs.push((name, records));
         self.arena.clear();
         self.entries.clear();
         Ok(())
@@ -296,29 +303,32 @@ impl<'a> Collector<'a> {
         let mut sources: Vec<Source> = Vec::new();
         if !self.runs.is_empty() {
             self.spill_run()?;
+            // Everything is on disk now: the buffer's memory goes back before the merge.
+            self.arena = Vec::new();
+            self.entries = Vec::new();
             // At most MAX_FAN_IN runs are read at once: the oldest are merged into one first.
             while self.runs.len() > MAX_FAN_IN {
-                let group: Vec<String> = self.runs.drain(..MAX_FAN_IN).collect();
+                let group: Vec<(String, u64)> = self.runs.drain(..MAX_FAN_IN).collect();
                 let name = format!("w{}-merged{}", self.id, self.merged);
                 self.merged += 1;
                 let inputs = group
                     .iter()
-                    .map(|n| Source::open(self.spill, n))
+                    .map(|(n, records)| Source::open(self.spill, n, *records))
                     .collect::<Result<Vec<_>>>()?;
                 let mut merger = Merger::new(inputs, self.spill)?;
                 let mut out = RunWriter::create(self.spill, &name)?;
                 while let Some(record) = merger.next_record()? {
                     out.write(&record)?;
                 }
-                out.finish()?;
+                let records = out.finish()?;
                 drop(merger);
-                for n in &group {
+                for (n, _) in &group {
                     self.spill.remove(n)?;
                 }
-                self.runs.push(name);
+                self.runs.push((name, records));
             }
-            for name in &self.runs {
-                sources.push(Source::open(self.spill, name)?);
+            for (name, records) in &self.runs {
+                sources.push(Source::open(self.spill, name, *records)?);
             }
         } else {
             self.sort();
@@ -343,7 +353,7 @@ impl<'a> Collector<'a> {
             last.extend_from_slice(key);
         }
         let staged = out.finish()?;
-        for name in &self.runs {
+        for (name, _) in &self.runs {
             self.spill.remove(name)?;
         }
         Ok(staged)
@@ -360,33 +370,41 @@ struct RunWriter<'a> {
     out: zstd::stream::write::Encoder<'static, std::io::BufWriter<std::fs::File>>,
     spill: &'a SpillDir,
     name: String,
+    records: u64,
 }
 
 impl<'a> RunWriter<'a> {
     fn create(spill: &'a SpillDir, name: &str) -> Result<Self> {
         let file = spill.create_file(name, 1 << 20)?;
-        let out = zstd::stream::write::Encoder::new(file, 1)
+        let mut out = zstd::stream::write::Encoder::new(file, 1)
+            .map_err(|e| spill.error("write spill", name, e))?;
+        // A damaged run fails its read instead of yielding other bytes.
+        out.include_checksum(true)
             .map_err(|e| spill.error("write spill", name, e))?;
         Ok(RunWriter {
             out,
             spill,
             name: name.to_string(),
+            records: 0,
         })
     }
 
     fn write(&mut self, record: &[u8]) -> Result<()> {
+        self.records += 1;
         self.out
             .write_all(&(record.len() as u32).to_be_bytes())
             .and_then(|_| self.out.write_all(record))
             .map_err(|e| self.spill.error("write spill", &self.name, e))
     }
 
-    fn finish(self) -> Result<()> {
-        let (spill, name) = (self.spill, self.name);
+    /// Ends the run; returns the records it holds.
+    fn finish(self) -> Result<u64> {
+        let (spill, name, records) = (self.spill, self.name, self.records);
         self.out
             .finish()
             .and_then(|mut f| f.flush())
-            .map_err(|e| spill.error("write spill", &name, e))
+            .map_err(|e| spill.error("write spill", &name, e))?;
+        Ok(records)
     }
 }
 
@@ -403,11 +421,14 @@ enum Source<'a> {
         reader: RunReader,
         buf: Vec<u8>,
         name: String,
+        /// Records written to the run, and read so far: a run that ends early is an error.
+        expected: u64,
+        seen: u64,
     },
 }
 
 impl Source<'_> {
-    fn open<'a>(spill: &SpillDir, name: &str) -> Result<Source<'a>> {
+    fn open<'a>(spill: &SpillDir, name: &str, expected: u64) -> Result<Source<'a>> {
         let file = spill
             .open(name)?
             .ok_or_else(|| spill.error("open spill", name, std::io::ErrorKind::NotFound.into()))?;
@@ -417,6 +438,8 @@ impl Source<'_> {
             reader: BufReader::with_capacity(64 << 10, decoder),
             buf: Vec::new(),
             name: name.to_string(),
+            expected,
+            seen: 0,
         })
     }
 
@@ -432,13 +455,39 @@ impl Source<'_> {
                 out.extend_from_slice(&arena[s as usize..(s + l) as usize]);
                 Ok(true)
             }
-            Source::File { reader, buf, name } => {
+            Source::File {
+                reader,
+                buf,
+                name,
+                expected,
+                seen,
+            } => {
                 let mut len = [0u8; 4];
-                match reader.read_exact(&mut len) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-                    Err(e) => return Err(spill.error("read spill", name, e)),
+                // Only a read of nothing where a record would start is the run's end; a
+                // truncated frame is an error (zstd reports it as an early end of file).
+                let first = loop {
+                    match reader.read(&mut len[..1]) {
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        other => break other,
+                    }
+                };
+                match first.map_err(|e| spill.error("read spill", name, e))? {
+                    0 if *seen == *expected => return Ok(false),
+                    0 => {
+                        return Err(spill.error(
+                            "read spill",
+                            name,
+                            std::io::Error::other(format!(
+                                "the run ends after {seen} of its {expected} records"
+                            )),
+                        ))
+                    }
+                    _ => {}
                 }
+                reader
+                    .read_exact(&mut len[1..])
+                    .map_err(|e| spill.error("read spill", name, e))?;
+                *seen += 1;
                 buf.resize(u32::from_be_bytes(len) as usize, 0);
                 reader
                     .read_exact(buf)
@@ -521,12 +570,15 @@ struct FileRoller<'a> {
     /// Files written and closing: an HDFS close waits for the NameNode to see the last
     /// block (hundreds of ms), so files close on threads of their own, all at once.
     closing: Vec<std::thread::JoinHandle<Result<StagedFile>>>,
+    staged: Vec<StagedFile>,
     seq: u32,
 }
 
 struct OpenFile {
     group: Vec<u8>,
     table: Table,
+    family: String,
+    region: u32,
     location: Location,
     writer: HFileWriter<crate::hdfs::AtomicFile>,
 }
@@ -545,6 +597,7 @@ impl<'a> FileRoller<'a> {
             options,
             open: None,
             closing: Vec::new(),
+            staged: Vec::new(),
             seq: 0,
         }
     }
@@ -571,6 +624,8 @@ impl<'a> FileRoller<'a> {
             self.open = Some(OpenFile {
                 group: key[..group].to_vec(),
                 table,
+                family: family.clone(),
+                region: r.region,
                 location,
                 writer: HFileWriter::new(out, options),
             });
@@ -595,36 +650,59 @@ impl<'a> FileRoller<'a> {
         let (out, summary) = f.writer.finish().map_err(|e| hfile_error(&f.location, e))?;
         let staged = StagedFile {
             table: f.table,
+            family: f.family.clone(),
+            region: f.region,
             location: f.location.to_string(),
             cells: summary.cells,
             bytes: summary.bytes,
         };
+        if self.closing.len() >= MAX_CLOSING {
+            let oldest = self.closing.remove(0);
+            self.staged.push(join_closing(oldest, self.staging)?);
+        }
         self.closing
             .push(std::thread::spawn(move || out.commit().map(|_| staged)));
         Ok(())
     }
 
     fn finish(mut self) -> Result<Vec<StagedFile>> {
-        let closed = self.close();
-        let mut staged = Vec::new();
-        let mut first_err = closed.err();
-        for handle in self.closing.drain(..) {
-            match handle.join() {
-                Ok(Ok(f)) => staged.push(f),
-                Ok(Err(e)) => {
+        let mut first_err = self.close().err();
+        for handle in std::mem::take(&mut self.closing) {
+            match join_closing(handle, self.staging) {
+                Ok(f) => self.staged.push(f),
+                Err(e) => {
                     first_err.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_err.get_or_insert(Error::Hbase {
-                        op: "write HFile",
-                        table: self.staging.to_string(),
-                        reason: "a closing thread panicked".into(),
-                    });
                 }
             }
         }
-        first_err.map_or(Ok(staged), Err)
+        first_err.map_or_else(|| Ok(std::mem::take(&mut self.staged)), Err)
     }
+}
+
+impl Drop for FileRoller<'_> {
+    /// On an error halfway, the files still closing finish before the run goes on to remove
+    /// the staging folder, so none is renamed into place after that.
+    fn drop(&mut self) {
+        for handle in self.closing.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Files closing at once per collector.
+const MAX_CLOSING: usize = 16;
+
+fn join_closing(
+    handle: std::thread::JoinHandle<Result<StagedFile>>,
+    staging: &Location,
+) -> Result<StagedFile> {
+    handle.join().unwrap_or_else(|_| {
+        Err(Error::Hbase {
+            op: "write HFile",
+            table: staging.to_string(),
+            reason: "a closing thread panicked".into(),
+        })
+    })
 }
 
 fn hfile_error(location: &Location, e: crate::hbase::hfile::HFileError) -> Error {
@@ -662,6 +740,25 @@ pub fn hand_over(
     }
     if command.is_empty() {
         return Err(Error::Usage("--bulkload-cmd is empty".into()));
+    }
+    // HBase refuses more than 32 files per region and family
+    // (`hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily`): say so before handing over.
+    let mut per_group: BTreeMap<(Table, &str, u32), usize> = BTreeMap::new();
+    for f in staged {
+        *per_group.entry((f.table, &f.family, f.region)).or_default() += 1;
+    }
+    if let Some(((table, family, region), n)) =
+        per_group.iter().find(|(_, n)| **n > MAX_FILES_PER_REGION)
+    {
+        return Err(Error::Hbase {
+            op: "bulk load",
+            table: table.in_namespace(namespace),
+            reason: format!(
+                "{n} files for region {region}, family {family}: HBase takes at most \
+                 {MAX_FILES_PER_REGION} (hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily); \
+                 split the table into more regions"
+            ),
+        });
     }
     // Tables go over at once: each hand-over waits mostly on its command's start and on the
     // region servers, not on this machine.
@@ -866,6 +963,31 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn a_spilled_run_cut_short_fails_the_merge() {
+        let b = boundaries();
+        let spill = SpillDir::create(None, "bulk-test").unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("hdfs://127.0.0.1:9");
+        let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
+        let mut c = Collector::new(0, &b, &spill, 1);
+        c.budget = 1;
+        for i in 0..50u32 {
+            let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", vec![b'x'; 300]);
+            c.add(Table::User, 1, &put).unwrap();
+        }
+        c.spill_run().unwrap();
+        let (name, _) = c.runs[0].clone();
+        let path = spill.path(&name);
+        let len = std::fs::metadata(&path).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(len / 2).unwrap();
+        let err = c
+            .write_hfiles(&fs, &staging, &WriterOptions::default())
+            .unwrap_err();
+        assert!(err.to_string().contains(&name), "{err}");
     }
 
     #[test]

@@ -285,6 +285,11 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
     Ok(())
 }
 
+/// The part of `--memory-budget` the bulk collectors share (the counters get the rest).
+fn bulk_share(budget: u64) -> u64 {
+    budget / 2
+}
+
 /// What the bulk collectors need besides the options.
 struct BulkTarget<'a> {
     fs: &'a FileSystems,
@@ -304,7 +309,7 @@ fn collector_loop(
     target: &BulkTarget<'_>,
     stats: &Mutex<WriterStats>,
 ) -> Result<()> {
-    let budget = (options.memory_budget / options.writers.max(1) as u64) as usize;
+    let budget = (bulk_share(options.memory_budget) / options.writers.max(1) as u64) as usize;
     let mut collector = bulk::Collector::new(id, &target.boundaries, &target.spill, budget);
     let mut finish = false;
     let (mut rows, mut bytes) = (0u64, 0u64);
@@ -355,6 +360,9 @@ struct Router {
     /// Puts not yet handed to each writer.
     pending: Vec<Vec<RoutedPut>>,
     regions: u32,
+    /// Through HFiles, the tables' current regions: each region's cells go to one collector,
+    /// so a region gets one file per family (HBase takes at most 32).
+    boundaries: Option<bulk::Boundaries>,
     rows_by_table: BTreeMap<Table, u64>,
     /// The cell timestamp of the run's rows.
     ts: i64,
@@ -368,7 +376,10 @@ impl Router {
     /// A put whose cells carry timestamp `ts` (counters folded into a newer night's).
     fn put_at(&mut self, table: Table, put: Put, ts: i64) -> Result<()> {
         let prefix = [put.key[0], put.key[1]];
-        let region = keys::region_of(prefix, self.regions);
+        let region = match &self.boundaries {
+            Some(b) => b.region(table, &put.key),
+            None => keys::region_of(prefix, self.regions),
+        };
         let w = region as usize % self.senders.len();
         *self.rows_by_table.entry(table).or_default() += 1;
         self.pending[w].push((table, region, ts, put));
@@ -698,6 +709,7 @@ fn with_writers(
             pending: vec![Vec::new(); senders.len()],
             senders,
             regions: options.regions,
+            boundaries: bulk.map(|b| b.boundaries.clone()),
             rows_by_table: BTreeMap::new(),
             ts,
         };
@@ -835,7 +847,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         mention_posts: &files["posts"],
     };
     let partitions = if counted {
-        counters::partitions_for(fs, &counter_inputs, options.memory_budget)?
+        // Through HFiles the collectors hold half the budget while the counters compute.
+        let budget = match options.via {
+            Via::Thrift => options.memory_budget,
+            Via::Hfile => options.memory_budget - bulk_share(options.memory_budget),
+        };
+        counters::partitions_for(fs, &counter_inputs, budget)?
     } else {
         1
     };
@@ -1169,7 +1186,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         // Through HFiles a unit's cells reach HBase only at the hand-over: the manifest
         // records the units after it.
         let record_units = options.via == Via::Thrift;
-        with_writers(
+        let written = with_writers(
             options,
             bulk_target.as_ref(),
             ts,
@@ -1191,19 +1208,28 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                 }
                 Ok(())
             },
-        )?;
-        if let Some(target) = bulk_target {
-            let staged = target
-                .staged
-                .into_inner()
-                .unwrap_or_else(|p| p.into_inner());
+        );
+        // A failed run leaves no HFile that a hand-over could adopt.
+        let clear_staging = |e: Error| {
+            if let Some(target) = &bulk_target {
+                if let Err(cleanup) = fs.delete(&target.staging) {
+                    log::warn!("could not remove {}: {cleanup}", target.staging);
+                }
+            }
+            e
+        };
+        written.map_err(clear_staging)?;
+        if let Some(target) = &bulk_target {
+            let staged =
+                std::mem::take(&mut *target.staged.lock().unwrap_or_else(|p| p.into_inner()));
             let handed = bulk::hand_over(
                 fs,
                 &target.staging,
                 &options.namespace,
                 &options.bulkload_cmd,
                 &staged,
-            )?;
+            )
+            .map_err(clear_staging)?;
             fs.delete(&target.staging)?;
             report.hfiles = Some(handed);
             let text = serde_json::to_vec_pretty(&done).unwrap_or_default();

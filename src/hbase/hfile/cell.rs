@@ -32,25 +32,25 @@ impl<'a> Cell<'a> {
         KEY_INFRASTRUCTURE + self.row.len() + self.family.len() + self.qualifier.len()
     }
 
-    /// Refuses parts the encoding cannot hold (row ≤ 32,767 bytes, family ≤ 255).
+    /// Refuses what HBase cannot hold: an empty row or one over 32,767 bytes, a family over
+    /// 127 bytes (its length is a signed byte, `KeyValue.checkParameters`), a timestamp
+    /// before the epoch (a file's time range could not be opened), or a cell over 1 GiB.
     pub fn check(&self) -> Result<(), HFileError> {
+        let refuse = |reason: String| Err(HFileError::BadCell(reason));
         if self.row.is_empty() || self.row.len() > i16::MAX as usize {
-            return Err(HFileError::TooLarge(format!(
-                "row of {} bytes",
-                self.row.len()
-            )));
+            return refuse(format!("row of {} bytes", self.row.len()));
         }
-        if self.family.len() > u8::MAX as usize {
-            return Err(HFileError::TooLarge(format!(
-                "family of {} bytes",
-                self.family.len()
-            )));
+        if self.family.len() > i8::MAX as usize {
+            return refuse(format!("family of {} bytes", self.family.len()));
+        }
+        if self.timestamp < 0 {
+            return refuse(format!("negative timestamp {}", self.timestamp));
         }
         if self.key_len() + self.value.len() > i32::MAX as usize / 2 {
-            return Err(HFileError::TooLarge(format!(
+            return refuse(format!(
                 "cell of {} bytes",
                 self.key_len() + self.value.len()
-            )));
+            ));
         }
         Ok(())
     }

@@ -37,9 +37,9 @@ pub enum HFileError {
     #[error("cell out of order: {current} after {previous}")]
     OutOfOrder { previous: String, current: String },
 
-    /// A cell whose parts do not fit the KeyValue encoding.
-    #[error("cell too large: {0}")]
-    TooLarge(String),
+    /// A cell HBase cannot hold.
+    #[error("cell refused: {0}")]
+    BadCell(String),
 
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -253,6 +253,20 @@ fn out_of_order_and_repeated_cells_are_refused() {
     );
     w.append(&cell(b"b", b"q", 4, b"")).unwrap();
     assert!(w.append(&cell(b"", b"q", 4, b"")).is_err());
+    assert!(
+        w.append(&cell(b"c", b"q", -1, b"")).is_err(),
+        "before the epoch"
+    );
+    let long_family = [b'f'; 128];
+    let c = Cell {
+        family: &long_family,
+        ..cell(b"c", b"q", 1, b"")
+    };
+    assert!(w
+        .append(&c)
+        .unwrap_err()
+        .to_string()
+        .contains("family of 128 bytes"));
 }
 
 /// Rows `r{i:08}` with one cell each and `value_len` bytes of value.
