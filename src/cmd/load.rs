@@ -74,8 +74,8 @@ pub struct Args {
     /// written to <input>/_hfiles/ and handed to HBase with --bulkload-cmd)
     #[arg(long, value_enum, default_value = "thrift")]
     via: Via,
-    /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`;
-    /// on the local cluster: `weibo-etl cluster bulkload`
+    /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`
+    /// (split on whitespace, no shell); on the local cluster: `weibo-etl cluster bulkload`
     #[arg(long, value_name = "CMD", default_value = load::bulk::DEFAULT_BULKLOAD_CMD)]
     bulkload_cmd: String,
     /// Where --via hfile writes its HFiles, on the HBase cluster's HDFS [default:

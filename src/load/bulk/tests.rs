@@ -1,0 +1,210 @@
+use proptest::prelude::*;
+
+use super::record::{split, Decoded, Record};
+use super::*;
+use crate::hdfs::FileSystems;
+
+type Parts = (u8, Vec<u8>, u32, Vec<u8>, Vec<u8>, i64, u64);
+
+fn encoded(p: &Parts) -> Vec<u8> {
+    let mut out = Vec::new();
+    Record {
+        table: p.0,
+        family: &p.1,
+        region: p.2,
+        row: &p.3,
+        qualifier: &p.4,
+        ts: p.5,
+        seq_inv: p.6,
+        value: b"v",
+    }
+    .encode(&mut out);
+    out
+}
+
+proptest! {
+    /// Byte order of the encoded keys is the naive order of the parts (timestamp and
+    /// emission descending), and every part reads back.
+    #[test]
+    fn keys_sort_as_their_parts_and_read_back(
+        parts in proptest::collection::vec(
+            (0u8..3, prop_oneof![Just(b"count".to_vec()), Just(b"info".to_vec()), Just(b"r".to_vec())],
+             0u32..3, proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff), any::<u8>()], 1..6),
+             proptest::collection::vec(prop_oneof![Just(0u8), Just(0xff), any::<u8>()], 0..4),
+             prop_oneof![Just(i64::MIN), Just(-1i64), Just(0), Just(i64::MAX), any::<i64>()],
+             any::<u64>()),
+            1..40),
+    ) {
+        let mut naive = parts.clone();
+        naive.sort_by(|a, b| {
+            (a.0, &a.1, a.2, &a.3, &a.4).cmp(&(b.0, &b.1, b.2, &b.3, &b.4))
+                .then(b.5.cmp(&a.5))
+                .then(a.6.cmp(&b.6))
+        });
+        let mut bytes: Vec<Vec<u8>> = parts.iter().map(encoded).collect();
+        bytes.sort_by(|a, b| split(a).0.cmp(split(b).0));
+        let mut d = Decoded::default();
+        for (p, b) in naive.iter().zip(&bytes) {
+            let (key, value) = split(b);
+            d.read(key);
+            prop_assert_eq!((d.table, &d.family, d.region, &d.row, &d.qualifier, d.ts), (p.0, &p.1, p.2, &p.3, &p.4, p.5));
+            prop_assert_eq!(value, b"v");
+        }
+    }
+}
+
+fn boundaries() -> Boundaries {
+    let mut b = Boundaries::default();
+    b.0.insert(Table::User, vec![vec![], vec![0x80]]);
+    b.0.insert(Table::Follow, vec![vec![]]);
+    b
+}
+
+/// (row, qualifier, timestamp, value) as read back.
+type ReadCell = (Vec<u8>, Vec<u8>, i64, Vec<u8>);
+
+/// Collects puts, writes the HFiles to a local folder, and reads back (table, family,
+/// region, row, qualifier, ts, value) per file with the test reader.
+fn run(puts: &[(Table, i64, Put)], budget: usize) -> Vec<(String, Vec<ReadCell>)> {
+    let b = boundaries();
+    let spill = SpillDir::create(None, "bulk-test").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let fs = FileSystems::new("hdfs://127.0.0.1:9");
+    let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
+    let mut c = Collector::new(0, &b, &spill, budget);
+    c.budget = budget;
+    for (t, ts, p) in puts {
+        c.add(*t, *ts, p).unwrap();
+    }
+    let staged = c
+        .write_hfiles(&fs, &staging, &WriterOptions::default())
+        .unwrap();
+    staged
+        .iter()
+        .map(|f| {
+            let bytes = fs.read_to_vec(&fs.parse(&f.location).unwrap()).unwrap();
+            let parsed = crate::hbase::hfile::reader::parse(&bytes)
+                .unwrap()
+                .cells
+                .into_iter()
+                .map(|c| (c.row, c.qualifier, c.timestamp, c.value))
+                .collect();
+            let rel = f.location.rsplit('/').take(3).collect::<Vec<_>>();
+            (
+                format!(
+                    "{}/{}/{}",
+                    rel[2],
+                    rel[1],
+                    rel[0].split('-').nth(1).unwrap()
+                ),
+                parsed,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_spilled_run_cut_short_fails_the_merge() {
+    let b = boundaries();
+    let spill = SpillDir::create(None, "bulk-test").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let fs = FileSystems::new("hdfs://127.0.0.1:9");
+    let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
+    let mut c = Collector::new(0, &b, &spill, 1);
+    c.budget = 1;
+    for i in 0..50u32 {
+        let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", vec![b'x'; 300]);
+        c.add(Table::User, 1, &put).unwrap();
+    }
+    c.spill_run().unwrap();
+    let (name, _) = c.runs[0].clone();
+    let path = spill.path(&name);
+    let len = std::fs::metadata(&path).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(len / 2).unwrap();
+    let err = c
+        .write_hfiles(&fs, &staging, &WriterOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains(&name), "{err}");
+}
+
+#[test]
+fn many_runs_merge_in_groups_to_the_same_files() {
+    // 300 puts spilled one run each: more than MAX_FAN_IN runs, so groups merge first.
+    let puts: Vec<(Table, i64, Put)> = (0..300u32)
+        .map(|i| {
+            let row = (i.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
+            let put = Put::new(row).cell("info:n", format!("v{i}"));
+            (Table::User, i64::from(i % 3), put)
+        })
+        .collect();
+    let spilled = run(&puts, 1);
+    assert_eq!(spilled, run(&puts, 1 << 30));
+    let cells: usize = spilled.iter().map(|f| f.1.len()).sum();
+    assert_eq!(cells, 300);
+}
+
+#[test]
+fn files_follow_table_family_and_region_and_the_last_put_wins() {
+    let puts = vec![
+        (
+            Table::User,
+            5,
+            Put::new(vec![0x90, 1])
+                .cell("info:n", "late")
+                .cell("count:f", vec![1]),
+        ),
+        (
+            Table::User,
+            5,
+            Put::new(vec![0x10, 1]).cell("info:n", "early"),
+        ),
+        (Table::Follow, 5, Put::new(vec![0x10, 2]).cell("r:t", "x")),
+        // The same cell again: the later emission wins.
+        (
+            Table::User,
+            5,
+            Put::new(vec![0x90, 1]).cell("info:n", "later"),
+        ),
+        // An older version of the same cell stays.
+        (
+            Table::User,
+            4,
+            Put::new(vec![0x90, 1]).cell("info:n", "older"),
+        ),
+    ];
+    for budget in [1, 1 << 30] {
+        let files = run(&puts, budget);
+        let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "user/count/r1",
+                "user/info/r0",
+                "user/info/r1",
+                "follow/r/r0"
+            ]
+        );
+        let get = |name: &str| files.iter().find(|f| f.0 == name).unwrap().1.clone();
+        assert_eq!(
+            get("user/info/r0"),
+            vec![(vec![0x10, 1], b"n".to_vec(), 5, b"early".to_vec())]
+        );
+        assert_eq!(
+            get("user/info/r1"),
+            vec![
+                (vec![0x90, 1], b"n".to_vec(), 5, b"later".to_vec()),
+                (vec![0x90, 1], b"n".to_vec(), 4, b"older".to_vec()),
+            ],
+            "budget {budget}"
+        );
+        assert_eq!(
+            get("user/count/r1"),
+            vec![(vec![0x90, 1], b"f".to_vec(), 5, vec![1])]
+        );
+        assert_eq!(
+            get("follow/r/r0"),
+            vec![(vec![0x10, 2], b"t".to_vec(), 5, b"x".to_vec())]
+        );
+    }
+}
