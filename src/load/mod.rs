@@ -77,7 +77,7 @@ pub struct LoadOptions {
     pub via: Via,
     /// The hand-over command of `--via hfile`, run as `<cmd…> <dir> <namespace:table>`.
     pub bulkload_cmd: Vec<String>,
-    /// Where `--via hfile` writes its HFiles [default: `<input>/_hfiles`]; must be on the
+    /// Where `--via hfile` writes its HFiles (default `<input>/_hfiles`); must be on the
     /// HBase cluster's HDFS, since the region servers move the files in.
     pub staging: Option<String>,
 }

@@ -10,9 +10,9 @@
 //! under `<input>/_hfiles/dt=<date>/<namespace>/<table>/<family>/`. Then [`hand_over`] runs
 //! the bulk-load command per table and checks that HBase took every file.
 //!
-//! - [`record`]: a cell's record and its byte-ordered key;
-//! - [`runs`]: spilled runs and the merge;
-//! - [`files`]: the HFiles, one per table, family and region;
+//! - `record`: a cell's record and its byte-ordered key;
+//! - `runs`: spilled runs and the merge;
+//! - `files`: the HFiles, one per table, family and region;
 //! - [`hand_over`]: the bulk-load command per table, and the check that HBase took every file.
 //!
 //! Invariants:
