@@ -94,6 +94,10 @@ fn table_of(code: u8) -> Table {
         .expect("our code")
 }
 
+/// A record's bytes beyond twice its row and column (escaping at most doubles them) and its
+/// value: lengths, table, family end, region, field ends, timestamp and emission number.
+const RECORD_OVERHEAD: usize = 4 + 1 + 1 + 4 + 2 + 2 + 8 + 8 + 4;
+
 /// One collector: the cells of the regions routed to one writer slot.
 pub struct Collector<'a> {
     id: usize,
@@ -127,6 +131,25 @@ impl<'a> Collector<'a> {
 
     /// Takes the cells of one put, with timestamp `ts`.
     pub fn add(&mut self, table: Table, ts: i64, put: &Put) -> Result<()> {
+        // The buffers are reserved once at the budget and never grow past it: a put that
+        // might not fit spills what is held first (a `Vec` that grew would double).
+        if self.arena.capacity() == 0 {
+            let arena = self.budget / 8 * 7;
+            self.arena.reserve_exact(arena);
+            self.entries.reserve_exact((self.budget - arena) / 8);
+        }
+        let bound: usize = put
+            .cells
+            .iter()
+            .map(|(c, v)| RECORD_OVERHEAD + 2 * (put.key.len() + c.len()) + v.len())
+            .sum();
+        let full = self.arena.len() + bound > self.arena.capacity()
+            || self.entries.len() + put.cells.len() > self.entries.capacity()
+            // Offsets are u32: spill before the arena could outgrow them, whatever the budget.
+            || self.arena.len() + bound >= (u32::MAX as usize) / 2;
+        if full {
+            self.spill_run()?;
+        }
         let region = self.boundaries.region(table, &put.key);
         for (column, value) in &put.cells {
             let at = column
@@ -150,11 +173,6 @@ impl<'a> Collector<'a> {
                 .push((start as u32, (self.arena.len() - start) as u32));
             self.seq += 1;
             self.cells += 1;
-        }
-        // Offsets are u32: spill before the arena could outgrow them, whatever the budget.
-        let held = self.arena.capacity() + self.entries.capacity() * 8;
-        if held >= self.budget || self.arena.len() >= (u32::MAX as usize) / 2 {
-            self.spill_run()?;
         }
         Ok(())
     }

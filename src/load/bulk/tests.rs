@@ -104,6 +104,27 @@ fn run(puts: &[(Table, i64, Put)], budget: usize) -> Vec<(String, Vec<ReadCell>)
 }
 
 #[test]
+fn a_collector_spills_once_per_budget_of_cells() {
+    let b = boundaries();
+    let spill = SpillDir::create(None, "bulk-test").unwrap();
+    let mut c = Collector::new(0, &b, &spill, 1 << 20);
+    let put = |i: u32| Put::new(i.to_be_bytes().to_vec()).cell("info:n", vec![b'x'; 100]);
+    for i in 0..1_000 {
+        c.add(Table::User, 1, &put(i)).unwrap();
+    }
+    assert!(c.runs.is_empty(), "150 KB fit in 1 MiB");
+    // About 3 MB of records: a few runs of close to the budget each, not one per put.
+    for i in 1_000..21_000 {
+        c.add(Table::User, 1, &put(i)).unwrap();
+    }
+    assert!((2..=5).contains(&c.runs.len()), "{} runs", c.runs.len());
+    assert!(
+        c.arena.capacity() <= 1 << 20,
+        "the buffer never grows past the budget"
+    );
+}
+
+#[test]
 fn a_spilled_run_cut_short_fails_the_merge() {
     let b = boundaries();
     let spill = SpillDir::create(None, "bulk-test").unwrap();
