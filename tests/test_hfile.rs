@@ -168,16 +168,17 @@ fn hbase_reads_checks_and_bulk_loads_our_hfiles() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// `load --via hfile` of `clean` into `ns`, handing over through the local cluster's tool.
-fn hfile_load(
+/// `weibo-etl <global> load` of `clean` into `ns` (4 regions, 3 writers), then `extra`.
+fn load(
     clean: &std::path::Path,
     ns: &str,
-    handover: &str,
+    global: &[&std::ffi::OsStr],
     extra: &[&str],
 ) -> std::process::Output {
-    let staging = format!("{}/it/{ns}/staging", cluster::HDFS);
     run(bin()
-        .args(["-q", "--namespace", ns, "load", "--input"])
+        .args(["-q", "--namespace", ns])
+        .args(global)
+        .args(["load", "--input"])
         .arg(clean)
         .args([
             "--date",
@@ -187,15 +188,29 @@ fn hfile_load(
             "--writers",
             "3",
         ])
-        .args([
-            "--via",
-            "hfile",
-            "--staging",
-            &staging,
-            "--bulkload-cmd",
-            handover,
-        ])
         .args(extra))
+}
+
+/// The same `--via hfile`, staging under the test's folder on HDFS and handing over with
+/// `handover`.
+fn hfile_load(
+    clean: &std::path::Path,
+    ns: &str,
+    global: &[&std::ffi::OsStr],
+    handover: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let staging = format!("{}/it/{ns}/staging", cluster::HDFS);
+    let mut args = vec![
+        "--via",
+        "hfile",
+        "--staging",
+        &staging,
+        "--bulkload-cmd",
+        handover,
+    ];
+    args.extend_from_slice(extra);
+    load(clean, ns, global, &args)
 }
 
 fn local_handover() -> String {
@@ -214,37 +229,18 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
     };
 
     let thrift = cluster::Scratch::new("via_thrift");
-    ok(run(bin()
-        .args(["-q", "--namespace", &thrift, "load", "--input"])
-        .arg(&clean)
-        .args([
-            "--date",
-            crate::test_clean::DATE,
-            "--regions",
-            "4",
-            "--writers",
-            "3",
-        ])));
+    ok(load(&clean, &thrift, &[], &[]));
 
     // Spilled runs (a budget far below the cells) and counters in key partitions.
     let bulk = cluster::Scratch::new("via_hfile");
     let report = dir.path().join("hfile.json");
-    let out = ok(run(bin()
-        .args(["-q", "--namespace", &bulk, "--report"])
-        .arg(&report)
-        .args(["load", "--input"])
-        .arg(&clean)
-        .args([
-            "--date",
-            crate::test_clean::DATE,
-            "--regions",
-            "4",
-            "--writers",
-            "3",
-        ])
-        .args(["--via", "hfile", "--memory-budget", "64KiB"])
-        .args(["--staging", &format!("{}/it/{bulk}/staging", cluster::HDFS)])
-        .args(["--bulkload-cmd", &local_handover()])));
+    let out = ok(hfile_load(
+        &clean,
+        &bulk,
+        &["--report".as_ref(), report.as_os_str()],
+        &local_handover(),
+        &["--memory-budget", "64KiB"],
+    ));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(r["load"]["via"], "hfile", "{r}");
     let files = r["load"]["hfiles"]["files"].as_u64().unwrap();
@@ -260,7 +256,7 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
     // The hand-over fails after the HFiles are written: nothing is recorded as loaded, and
     // the run's --resume (a rerun of every unit) ends with the same tables.
     let failed = cluster::Scratch::new("via_hfile_fail");
-    let out = hfile_load(&clean, &failed, "false", &[]);
+    let out = hfile_load(&clean, &failed, &[], "false", &[]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("bulk load"), "{}", stderr(&out));
     let manifest = clean
@@ -285,6 +281,7 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
     ok(hfile_load(
         &clean,
         &failed,
+        &[],
         &local_handover(),
         &["--resume"],
     ));
@@ -292,7 +289,7 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
 
     // A second load of the same night through HFiles changes nothing a reader sees, and
     // neither does a major compaction, which merges the two loads' equal cells.
-    ok(hfile_load(&clean, &failed, &local_handover(), &[]));
+    ok(hfile_load(&clean, &failed, &[], &local_handover(), &[]));
     assert_same_tables(&thrift, &failed);
     for table in cluster::every_table()
         .into_iter()

@@ -170,6 +170,15 @@ pub struct LoadReport {
     pub hfiles: Option<bulk::HandOver>,
 }
 
+impl LoadReport {
+    /// The time since `started`, and the throughput it gives.
+    fn set_time(&mut self, started: Instant) {
+        self.seconds = started.elapsed().as_secs_f64();
+        self.rows_per_s = self.rows as f64 / self.seconds.max(1e-9);
+        self.mb_per_s = self.bytes as f64 / 1e6 / self.seconds.max(1e-9);
+    }
+}
+
 /// Cell timestamp of a run: midnight of `date` in Asia/Shanghai, epoch ms.
 pub fn cell_timestamp(date: &str) -> Result<i64> {
     let d = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d")
@@ -754,9 +763,7 @@ fn with_writers(
     report.bytes = s.bytes;
     report.batches = s.batches;
     report.retries = s.retries;
-    report.seconds = started.elapsed().as_secs_f64();
-    report.rows_per_s = report.rows as f64 / report.seconds.max(1e-9);
-    report.mb_per_s = report.bytes as f64 / 1e6 / report.seconds.max(1e-9);
+    report.set_time(started);
     outcome
 }
 
@@ -1256,9 +1263,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     report.via = options.via;
     if options.via == Via::Hfile {
         // The hand-over is part of the load's time.
-        report.seconds = started.elapsed().as_secs_f64();
-        report.rows_per_s = report.rows as f64 / report.seconds.max(1e-9);
-        report.mb_per_s = report.bytes as f64 / 1e6 / report.seconds.max(1e-9);
+        report.set_time(started);
     }
     Ok(report)
 }

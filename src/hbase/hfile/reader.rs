@@ -144,14 +144,18 @@ pub fn parse(file: &[u8]) -> Result<ParsedFile, String> {
     {
         decode_cells(&b.data, &mut cells)?;
     }
-    let root_at = trailer.load_on_open_data_offset.unwrap_or(0);
-    let root = blocks
-        .iter()
-        .find(|b| b.offset == root_at)
-        .ok_or("no root index")?;
-    if &root.magic != BlockType::RootIndex.magic() {
-        return Err("load-on-open does not start with a root index".into());
-    }
+    // The block the trailer names at `offset`, which must be of type `kind`.
+    let named = |offset: Option<u64>, kind: BlockType, what: &str| {
+        blocks
+            .iter()
+            .find(|b| b.offset == offset.unwrap_or(0) && &b.magic == kind.magic())
+            .ok_or(format!("the trailer's {what} offset names no such block"))
+    };
+    let root = named(
+        trailer.load_on_open_data_offset,
+        BlockType::RootIndex,
+        "root index",
+    )?;
     let mut entries = Vec::new();
     let mut p = 0;
     for _ in 0..trailer.data_index_count.unwrap_or(0) {
@@ -162,14 +166,7 @@ pub fn parse(file: &[u8]) -> Result<ParsedFile, String> {
         p += 12 + n + klen as usize;
         entries.push((offset, size, key));
     }
-    let info_at = trailer.file_info_offset.unwrap_or(0);
-    let info_block = blocks
-        .iter()
-        .find(|b| b.offset == info_at)
-        .ok_or("no file info")?;
-    if &info_block.magic != BlockType::FileInfo.magic() {
-        return Err("file info offset names another block".into());
-    }
+    let info_block = named(trailer.file_info_offset, BlockType::FileInfo, "file info")?;
     let info = FileInfo::decode(&info_block.data).ok_or("bad file info")?;
     Ok(ParsedFile {
         root_tail: root.data[p..].to_vec(),

@@ -229,7 +229,8 @@ impl<'a> Collector<'a> {
                     .collect::<Result<Vec<_>>>()?;
                 let mut merger = Merger::new(inputs, self.spill)?;
                 let mut out = RunWriter::create(self.spill, &name)?;
-                while let Some(record) = merger.next_record()? {
+                let mut record = Vec::new();
+                while merger.next_record(&mut record)? {
                     out.write(&record)?;
                 }
                 let records = out.finish()?;
@@ -252,17 +253,17 @@ impl<'a> Collector<'a> {
         }
         let mut merger = Merger::new(sources, self.spill)?;
         let mut out = FileRoller::new(fs, staging, self.id, options);
-        let mut last: Vec<u8> = Vec::new();
+        // The last record written: a record of the same cell after it is an older emission.
+        let (mut bytes, mut last) = (Vec::new(), Vec::new());
         let mut parts = Decoded::default();
-        while let Some(bytes) = merger.next_record()? {
+        while merger.next_record(&mut bytes)? {
             let (key, value) = split(&bytes);
-            if !last.is_empty() && cell_part(key) == cell_part(&last) {
+            if !last.is_empty() && cell_part(key) == cell_part(split(&last).0) {
                 continue;
             }
             parts.read(key);
             out.append(group_len(key), key, &parts, value)?;
-            last.clear();
-            last.extend_from_slice(key);
+            std::mem::swap(&mut bytes, &mut last);
         }
         let staged = out.finish()?;
         for (name, _) in &self.runs {

@@ -195,17 +195,16 @@ impl<'a> Merger<'a> {
         })
     }
 
-    pub(super) fn next_record(&mut self) -> Result<Option<Vec<u8>>> {
-        let Some(head) = self.heap.pop() else {
-            return Ok(None);
+    /// Moves the least record into `out` (whose old buffer takes the source's next record,
+    /// so the merge allocates nothing per record); false when every source is done.
+    pub(super) fn next_record(&mut self, out: &mut Vec<u8>) -> Result<bool> {
+        let Some(mut head) = self.heap.pop() else {
+            return Ok(false);
         };
-        let mut bytes = Vec::new();
-        if self.sources[head.source].next_into(&mut bytes, self.spill)? {
-            self.heap.push(Head {
-                bytes,
-                source: head.source,
-            });
+        std::mem::swap(out, &mut head.bytes);
+        if self.sources[head.source].next_into(&mut head.bytes, self.spill)? {
+            self.heap.push(head);
         }
-        Ok(Some(head.bytes))
+        Ok(true)
     }
 }
