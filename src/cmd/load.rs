@@ -82,6 +82,10 @@ pub struct Args {
     /// <input>/_hfiles]
     #[arg(long, value_name = "URL")]
     staging: Option<String>,
+    /// Block compression of the HFiles of --via hfile: none, or zstd as HBase's own ZstdCodec
+    /// frames it (the region servers must read ZSTD with that codec, not Hadoop's native one)
+    #[arg(long, value_enum, default_value = "none")]
+    hfile_compression: load::HfileCompression,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -106,6 +110,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             .map(String::from)
             .collect(),
         staging: args.staging,
+        hfile_compression: args.hfile_compression,
         ..ctx.load_options(args.input, args.date.format("%Y-%m-%d").to_string(), tables)
     };
     let mut report = Report::new("load");

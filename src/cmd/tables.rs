@@ -1,4 +1,5 @@
-//! `weibo-etl tables list|regions|create`: inspect and create HBase tables through Thrift.
+//! `weibo-etl tables list|regions|create|drop`: inspect, create and drop HBase tables
+//! through Thrift.
 
 use anyhow::{Context as _, Result};
 use weibo_etl::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
@@ -11,9 +12,10 @@ const EXAMPLES: &str = "\
 Examples:
   weibo-etl tables list
   weibo-etl tables regions weibo:user
-  weibo-etl tables create scratch --family info --family count --regions 8";
+  weibo-etl tables create scratch --family info --family count --regions 8
+  weibo-etl tables drop scratch bench:user      disable and delete (HBase archives the files)";
 
-/// Inspect HBase tables through the Thrift gateway, and create pre-split ones.
+/// Inspect HBase tables through the Thrift gateway, create pre-split ones, and drop them.
 ///
 /// Tables are pre-split over the 2-byte hashed rowkey prefix: N regions get N-1 split keys
 /// at floor(i * 65536 / N), created through the Thrift2 gateway (Thrift1 createTable takes no
@@ -50,6 +52,12 @@ enum Action {
         #[arg(long, value_enum, default_value = "none")]
         compression: Compression,
     },
+    /// Disable and delete tables; one that does not exist is reported and skipped
+    Drop {
+        /// namespace:table (a bare name takes --namespace)
+        #[arg(required = true)]
+        tables: Vec<String>,
+    },
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -61,11 +69,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             }
         }
         Action::Regions { table } => {
-            let table = if table.contains(':') {
-                table
-            } else {
-                format!("{}:{table}", ctx.global.namespace)
-            };
+            let table = qualified(ctx, &table);
             let mut conn = Connection::connect(&ctx.global.hbase, ctx.timeouts)?;
             let regions = conn.regions(&table)?;
             for r in &regions {
@@ -105,8 +109,32 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 .with_context(|| format!("creating {}", spec.full_name()))?;
             println!("created {} with {regions} regions", spec.full_name());
         }
+        Action::Drop { tables } => {
+            let mut admin = Admin::connect(&ctx.admin_addr(), ctx.timeouts)?;
+            for table in tables {
+                let full = qualified(ctx, &table);
+                let (namespace, name) = full.split_once(':').expect("qualified");
+                let dropped = admin
+                    .drop_table(namespace, name)
+                    .with_context(|| format!("dropping {full}"))?;
+                if dropped {
+                    println!("dropped {full}");
+                } else {
+                    println!("{full} does not exist");
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// `namespace:table`, a bare name taking --namespace.
+fn qualified(ctx: &Context, table: &str) -> String {
+    if table.contains(':') {
+        table.to_string()
+    } else {
+        format!("{}:{table}", ctx.global.namespace)
+    }
 }
 
 fn hex_or_dash(key: &[u8]) -> String {

@@ -308,7 +308,13 @@ fn client_conf(paths: &ClusterPaths, name: &str) -> Result<PathBuf> {
     fs::write(
         &site,
         format!(
-            "<configuration>{}{}{}{}</configuration>\n",
+            "<configuration>{}{}{}{}{}</configuration>\n",
+            // As the cluster reads ZSTD (cluster/src/main/resources/hbase-site.xml, which
+            // this file shadows): HBase's own codec, since Maven's libhadoop has no zstd.
+            property(
+                "hbase.io.compress.zstd.codec",
+                "org.apache.hadoop.hbase.io.compress.zstd.ZstdCodec"
+            ),
             property("hbase.zookeeper.quorum", "127.0.0.1"),
             property("hbase.zookeeper.property.clientPort", zk.trim()),
             property("hbase.thrift.info.port", "-1"),

@@ -80,6 +80,32 @@ pub struct LoadOptions {
     /// Where `--via hfile` writes its HFiles (default `<input>/_hfiles`); must be on the
     /// HBase cluster's HDFS, since the region servers move the files in.
     pub staging: Option<String>,
+    /// How `--via hfile` compresses the HFiles' blocks.
+    pub hfile_compression: HfileCompression,
+}
+
+/// The block compression of the HFiles `--via hfile` writes. A region server reads a
+/// bulk-loaded file with the codec its trailer names, whatever the family says; compactions
+/// rewrite it with the family's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum HfileCompression {
+    /// Uncompressed: every HBase reads it.
+    #[default]
+    None,
+    /// zstd, framed as HBase's own `ZstdCodec` (hbase-compression-zstd) frames it: the region
+    /// servers must use that codec for ZSTD, not Hadoop's native one (docs/hfile.md).
+    Zstd,
+}
+
+impl HfileCompression {
+    fn codec(self) -> crate::hbase::hfile::Codec {
+        match self {
+            HfileCompression::None => crate::hbase::hfile::Codec::None,
+            // The fastest level that still pays: the bulk load is bound by bytes moved.
+            HfileCompression::Zstd => crate::hbase::hfile::Codec::Zstd { level: 1 },
+        }
+    }
 }
 
 /// How `load` writes into HBase.
@@ -134,6 +160,7 @@ impl LoadOptions {
                 .map(String::from)
                 .collect(),
             staging: None,
+            hfile_compression: HfileCompression::None,
         }
     }
 }
@@ -294,9 +321,31 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
     Ok(())
 }
 
-/// The part of `--memory-budget` the bulk collectors share (the counters get the rest).
+/// The part of `--memory-budget` the bulk collectors' buffers share; their queues take
+/// [`queue_share`], and the counters the rest.
 fn bulk_share(budget: u64) -> u64 {
     budget / 2
+}
+
+/// The part of `--memory-budget` the bulk collectors' queues share: deep enough that the
+/// router keeps going while a collector spills.
+fn queue_share(budget: u64) -> u64 {
+    budget / 8
+}
+
+/// A put in a queue, as the queue's depth counts it (key, cells and their vectors).
+const QUEUED_PUT_BYTES: u64 = 256;
+
+/// The puts a writer's queue holds: a Thrift writer needs only a few batches in hand; a
+/// collector as many as its share of the budget holds, so a spill does not stall the router.
+fn queue_depth(options: &LoadOptions) -> usize {
+    match options.via {
+        Via::Thrift => 4096,
+        Via::Hfile => {
+            let per = queue_share(options.memory_budget) / options.writers.max(1) as u64;
+            ((per / QUEUED_PUT_BYTES) as usize).max(4096)
+        }
+    }
 }
 
 /// What the bulk collectors need besides the options.
@@ -652,17 +701,41 @@ impl<K: Ord + Copy, V> Claims<K, V> {
 pub fn ensure_tables(options: &LoadOptions) -> Result<Vec<Table>> {
     let mut admin = Admin::connect(&options.admin, options.timeouts)?;
     admin.ensure_namespace(&options.namespace)?;
-    let mut created = Vec::new();
+    let mut missing = Vec::new();
     for t in &options.tables {
         if !admin.table_exists(&options.namespace, t.name())? {
-            admin.create_table(
-                &t.spec(&options.namespace, options.compression),
-                &keys::split_points(options.regions),
-            )?;
-            created.push(*t);
+            missing.push(*t);
         }
     }
-    Ok(created)
+    // The master creates tables side by side: one connection per table, and the first
+    // error wins once every call has returned.
+    let splits = keys::split_points(options.regions);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let calls: Vec<_> = missing
+            .iter()
+            .map(|t| {
+                let splits = &splits;
+                scope.spawn(move || {
+                    let mut admin = Admin::connect(&options.admin, options.timeouts)?;
+                    admin.create_table(&t.spec(&options.namespace, options.compression), splits)
+                })
+            })
+            .collect();
+        calls
+            .into_iter()
+            .map(|c| {
+                c.join().unwrap_or_else(|_| {
+                    Err(Error::Hbase {
+                        op: "createTable",
+                        table: options.namespace.clone(),
+                        reason: "a creating thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+    Ok(missing)
 }
 
 /// Where a producer hands its puts: `(table, put)`.
@@ -706,7 +779,7 @@ fn with_writers(
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for id in 0..options.writers.max(1) {
-            let (tx, rx) = sync_channel::<Msg>(4096 / ROUTE_GROUP);
+            let (tx, rx) = sync_channel::<Msg>(queue_depth(options) / ROUTE_GROUP);
             senders.push(tx);
             let stats = &stats;
             handles.push(match bulk {
@@ -857,7 +930,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         // Through HFiles the collectors hold half the budget while the counters compute.
         let budget = match options.via {
             Via::Thrift => options.memory_budget,
-            Via::Hfile => options.memory_budget - bulk_share(options.memory_budget),
+            Via::Hfile => {
+                let b = options.memory_budget;
+                b - bulk_share(b) - queue_share(b)
+            }
         };
         counters::partitions_for(fs, &counter_inputs, budget)?
     } else {
@@ -1205,7 +1281,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         units_skipped += 1;
                         continue;
                     }
-                    unit(router).and_then(|_| router.flush())?;
+                    // Through HFiles nothing is durable before the hand-over, so a unit's end
+                    // is no barrier: waiting for every collector here would stall on spills.
+                    unit(router)?;
+                    if record_units {
+                        router.flush()?;
+                    }
                     done.insert(name.clone());
                     units_done += 1;
                     if record_units {
@@ -1304,6 +1385,7 @@ fn bulk_target<'a>(
         hfile: crate::hbase::hfile::WriterOptions {
             created_ms: chrono::Utc::now().timestamp_millis(),
             source_task: format!("weibo-etl load dt={} ts={ts}", options.date),
+            codec: options.hfile_compression.codec(),
             ..Default::default()
         },
         staged: Mutex::new(Vec::new()),

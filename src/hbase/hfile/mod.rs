@@ -27,6 +27,7 @@ pub(crate) mod reader;
 #[cfg(test)]
 mod tests;
 
+pub use block::Codec;
 pub use cell::Cell;
 pub use writer::{HFileSummary, HFileWriter, WriterOptions};
 

@@ -63,7 +63,8 @@ pub fn read_vlong(b: &[u8]) -> (i64, usize) {
     (if negative { !v } else { v }, len + 1)
 }
 
-fn read_block(file: &[u8], offset: usize) -> Result<Block, String> {
+/// Reads the block at `offset` of a file whose trailer names codec `codec` (an ordinal).
+fn read_block(file: &[u8], offset: usize, codec: u32) -> Result<Block, String> {
     let h = &file[offset..offset + HEADER_SIZE];
     let on_disk = be_i32(&h[8..]) as usize;
     let uncompressed = be_i32(&h[12..]) as usize;
@@ -73,24 +74,46 @@ fn read_block(file: &[u8], offset: usize) -> Result<Block, String> {
     }
     let per = be_i32(&h[25..]) as u32;
     let with_header = be_i32(&h[29..]) as usize;
-    if with_header != HEADER_SIZE + uncompressed {
-        return Err(format!("data size with header {with_header} at {offset}"));
-    }
     let framed = &file[offset..offset + with_header];
     let mut sums = Vec::new();
     append_checksums(framed, per, &mut sums);
-    if on_disk != uncompressed + sums.len() {
+    if on_disk != with_header - HEADER_SIZE + sums.len() {
         return Err(format!("on-disk size {on_disk} at {offset}"));
     }
     let stored = &file[offset + with_header..offset + HEADER_SIZE + on_disk];
     if stored != sums.as_slice() {
         return Err(format!("checksum mismatch in block at {offset}"));
     }
+    let body = &file[offset + HEADER_SIZE..offset + with_header];
+    let data = match codec {
+        2 => body.to_vec(),
+        // BlockCompressorStream: uncompressed length, then (compressed length, frame) chunks.
+        6 => {
+            let total = be_i32(body) as usize;
+            let mut data = Vec::with_capacity(total);
+            let mut at = 4;
+            while data.len() < total {
+                let n = be_i32(&body[at..]) as usize;
+                let chunk = zstd::bulk::decompress(&body[at + 4..at + 4 + n], total - data.len())
+                    .map_err(|e| format!("zstd at {offset}: {e}"))?;
+                data.extend_from_slice(&chunk);
+                at += 4 + n;
+            }
+            if at != body.len() {
+                return Err(format!("bytes after the compressed data at {offset}"));
+            }
+            data
+        }
+        other => return Err(format!("codec {other}")),
+    };
+    if data.len() != uncompressed {
+        return Err(format!("uncompressed size {uncompressed} at {offset}"));
+    }
     Ok(Block {
         offset: offset as u64,
         magic: h[..8].try_into().unwrap(),
         prev_offset: prev,
-        data: file[offset + HEADER_SIZE..offset + with_header].to_vec(),
+        data,
         on_disk_size: (HEADER_SIZE + on_disk) as u32,
     })
 }
@@ -130,7 +153,8 @@ pub fn parse(file: &[u8]) -> Result<ParsedFile, String> {
     let mut blocks = Vec::new();
     let mut at = 0usize;
     while at < end {
-        let block = read_block(file, at)?;
+        let codec = trailer.compression_codec.unwrap_or(2);
+        let block = read_block(file, at, codec)?;
         at += block.on_disk_size as usize;
         blocks.push(block);
     }

@@ -26,7 +26,7 @@ fn options(block_size: usize) -> WriterOptions {
 }
 
 fn write(cells: &[OwnedCell], opts: WriterOptions) -> (Vec<u8>, HFileSummary) {
-    let mut w = HFileWriter::new(Vec::new(), opts);
+    let mut w = HFileWriter::new(Vec::new(), opts).unwrap();
     for c in cells {
         w.append(&Cell {
             row: &c.row,
@@ -85,7 +85,7 @@ fn crc32c_is_castagnoli() {
 #[test]
 fn block_header_bytes() {
     // 100 bytes of data: 133 framed bytes, one 16 KiB chunk, one 4-byte checksum.
-    let h = header(BlockType::Data, 100, 4096, 16 * 1024);
+    let h = header(BlockType::Data, 100, 100, 4096, 16 * 1024);
     #[rustfmt::skip]
     let expected: [u8; HEADER_SIZE] = [
         b'D', b'A', b'T', b'A', b'B', b'L', b'K', b'*',
@@ -98,7 +98,13 @@ fn block_header_bytes() {
     ];
     assert_eq!(h, expected);
     // Past one chunk: 16,400 framed bytes need two checksums.
-    let h = header(BlockType::LeafIndex, 16_400 - HEADER_SIZE, -1, 16 * 1024);
+    let h = header(
+        BlockType::LeafIndex,
+        16_400 - HEADER_SIZE,
+        16_400 - HEADER_SIZE,
+        -1,
+        16 * 1024,
+    );
     assert_eq!(&h[..8], b"IDXLEAF2");
     assert_eq!(
         i32::from_be_bytes(h[8..12].try_into().unwrap()),
@@ -239,7 +245,7 @@ fn the_file_info_holds_what_hbase_reads() {
 
 #[test]
 fn out_of_order_and_repeated_cells_are_refused() {
-    let mut w = HFileWriter::new(Vec::new(), options(1024));
+    let mut w = HFileWriter::new(Vec::new(), options(1024)).unwrap();
     w.append(&cell(b"b", b"q", 5, b"")).unwrap();
     let err = w.append(&cell(b"a", b"q", 5, b"")).unwrap_err();
     assert!(err.to_string().contains("out of order"), "{err}");
@@ -432,6 +438,7 @@ proptest! {
             1..300),
         block_size in 1usize..2048,
         bytes_per_checksum in prop_oneof![Just(512u32), Just(16 * 1024)],
+        codec in prop_oneof![Just(Codec::None), Just(Codec::Zstd { level: 1 }), Just(Codec::Zstd { level: -3 })],
     ) {
         let mut cells: Vec<OwnedCell> = raw
             .into_iter()
@@ -441,9 +448,10 @@ proptest! {
             a.row.cmp(&b.row).then(a.qualifier.cmp(&b.qualifier)).then(b.timestamp.cmp(&a.timestamp))
         });
         cells.dedup_by(|a, b| a.row == b.row && a.qualifier == b.qualifier && a.timestamp == b.timestamp);
-        let (bytes, summary) = write(&cells, WriterOptions { bytes_per_checksum, ..options(block_size) });
+        let (bytes, summary) = write(&cells, WriterOptions { bytes_per_checksum, codec, ..options(block_size) });
         let file = parse(&bytes).map_err(TestCaseError::fail)?;
         prop_assert_eq!(&file.cells, &cells);
+        prop_assert_eq!(file.trailer.compression_codec, Some(codec.ordinal()));
         prop_assert_eq!(summary.cells, cells.len() as u64);
         prop_assert_eq!(summary.bytes, bytes.len() as u64);
         check_index(&file);

@@ -12,7 +12,7 @@
 
 use std::io::Write;
 
-use super::block::{BlockType, BlockWriter, DEFAULT_BYTES_PER_CHECKSUM};
+use super::block::{BlockType, BlockWriter, Codec, DEFAULT_BYTES_PER_CHECKSUM};
 use super::cell::{describe, Cell};
 use super::index::BlockIndexWriter;
 use super::meta::{self, key, FileInfo, FileTrailerProto};
@@ -28,6 +28,8 @@ pub struct WriterOptions {
     pub created_ms: i64,
     /// `BULKLOAD_SOURCE_TASK`: which job and unit wrote the file.
     pub source_task: String,
+    /// How blocks are stored (the block size counts the data before compression).
+    pub codec: Codec,
 }
 
 impl Default for WriterOptions {
@@ -37,6 +39,7 @@ impl Default for WriterOptions {
             bytes_per_checksum: DEFAULT_BYTES_PER_CHECKSUM,
             created_ms: 0,
             source_task: String::new(),
+            codec: Codec::None,
         }
     }
 }
@@ -76,9 +79,9 @@ pub struct HFileWriter<W: Write> {
 }
 
 impl<W: Write> HFileWriter<W> {
-    pub fn new(out: W, options: WriterOptions) -> Self {
-        HFileWriter {
-            blocks: BlockWriter::new(out, options.bytes_per_checksum),
+    pub fn new(out: W, options: WriterOptions) -> Result<Self, HFileError> {
+        Ok(HFileWriter {
+            blocks: BlockWriter::new(out, options.bytes_per_checksum, options.codec)?,
             block: Vec::with_capacity(options.block_size + 4096),
             options,
             index: BlockIndexWriter::new(),
@@ -94,7 +97,7 @@ impl<W: Write> HFileWriter<W> {
             first_data_block: None,
             last_data_block: 0,
             uncompressed_with_headers: 0,
-        }
+        })
     }
 
     /// The bytes written so far plus the open block: what the file would weigh now.
@@ -181,7 +184,7 @@ impl<W: Write> HFileWriter<W> {
             first_data_block_offset: Some(self.first_data_block.unwrap_or(0)),
             last_data_block_offset: Some(self.last_data_block),
             comparator_class_name: Some(meta::COMPARATOR.to_string()),
-            compression_codec: Some(meta::COMPRESSION_NONE),
+            compression_codec: Some(self.options.codec.ordinal()),
         };
         self.blocks.write_raw(&meta::encode_trailer(&trailer))?;
         let last_row = Cell::from_key(&self.last_key)

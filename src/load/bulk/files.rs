@@ -76,13 +76,14 @@ impl<'a> FileRoller<'a> {
                 source_task: format!("{}/{name}", self.options.source_task),
                 ..self.options.clone()
             };
+            let writer = HFileWriter::new(out, options).map_err(|e| hfile_error(&location, e))?;
             self.open = Some(OpenFile {
                 group: key[..group].to_vec(),
                 table,
                 family: family.clone(),
                 region: r.region,
                 location,
-                writer: HFileWriter::new(out, options),
+                writer,
             });
         }
         let f = self.open.as_mut().expect("opened above");

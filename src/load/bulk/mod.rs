@@ -29,11 +29,11 @@ mod runs;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hbase::hfile::WriterOptions;
 use crate::hbase::Put;
 use crate::hdfs::{FileSystems, Location};
@@ -42,8 +42,8 @@ use crate::spill::SpillDir;
 use super::layout::Table;
 use files::FileRoller;
 pub use hand_over::{hand_over, HandOver, MAX_FILES_PER_REGION};
-use record::{cell_part, group_len, split, Decoded, Record};
-use runs::{Merger, RunWriter, Source, MAX_FAN_IN};
+use record::{cell_part, cmp_groups, cmp_keys, group_len, row_prefix, split, Decoded, Record};
+use runs::{Merger, Run, RunFile, Source};
 
 /// A file past this size is closed and the next begins (HBase splits regions at 10 GB).
 pub const MAX_HFILE_BYTES: u64 = 2 << 30;
@@ -94,9 +94,45 @@ fn table_of(code: u8) -> Table {
         .expect("our code")
 }
 
-/// A record's bytes beyond twice its row and column (escaping at most doubles them) and its
-/// value: lengths, table, family end, region, field ends, timestamp and emission number.
-const RECORD_OVERHEAD: usize = 4 + 1 + 1 + 4 + 2 + 2 + 8 + 8 + 4;
+/// Rows longer than this cannot be a cell (HBase's row length is a signed short).
+const MAX_ROW: usize = i16::MAX as usize;
+
+/// One record held in memory: where it is in the arena, and its sort prefix (the rank of
+/// its file in the top 16 bits, its row's first 6 bytes below), so most comparisons of a
+/// sort are one integer's.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Entry {
+    prefix: u64,
+    start: u32,
+    len: u32,
+}
+
+/// A column's family end and qualifier start (`family:qualifier`).
+fn split_column(column: &[u8]) -> (usize, usize) {
+    let at = column
+        .iter()
+        .position(|&b| b == b':')
+        .unwrap_or(column.len());
+    (at, (at + 1).min(column.len()))
+}
+
+/// The number of the file `group` names, in the order first met (the last one is kept
+/// aside: a put's cells mostly share it).
+fn group_of(
+    groups: &mut HashMap<Vec<u8>, u16>,
+    last: &mut Option<(Vec<u8>, u16)>,
+    group: &[u8],
+) -> u16 {
+    if let Some((g, n)) = last {
+        if g.as_slice() == group {
+            return *n;
+        }
+    }
+    let next = groups.len().min(u16::MAX as usize) as u16;
+    let n = *groups.entry(group.to_vec()).or_insert(next);
+    *last = Some((group.to_vec(), n));
+    n
+}
 
 /// One collector: the cells of the regions routed to one writer slot.
 pub struct Collector<'a> {
@@ -105,10 +141,13 @@ pub struct Collector<'a> {
     spill: &'a SpillDir,
     budget: usize,
     arena: Vec<u8>,
-    entries: Vec<(u32, u32)>,
-    /// Spilled runs and the records each holds.
-    runs: Vec<(String, u64)>,
-    merged: u32,
+    entries: Vec<Entry>,
+    /// The files (table, family, region prefixes) met so far, and their numbers.
+    groups: HashMap<Vec<u8>, u16>,
+    last_group: Option<(Vec<u8>, u16)>,
+    /// The scratch file of the spilled runs, made at the first spill.
+    file: Option<RunFile<'a>>,
+    runs: Vec<Run>,
     seq: u64,
     pub cells: u64,
 }
@@ -122,8 +161,10 @@ impl<'a> Collector<'a> {
             budget: budget.max(1 << 20),
             arena: Vec::new(),
             entries: Vec::new(),
+            groups: HashMap::new(),
+            last_group: None,
+            file: None,
             runs: Vec::new(),
-            merged: 0,
             seq: 0,
             cells: 0,
         }
@@ -131,46 +172,66 @@ impl<'a> Collector<'a> {
 
     /// Takes the cells of one put, with timestamp `ts`.
     pub fn add(&mut self, table: Table, ts: i64, put: &Put) -> Result<()> {
-        // The buffers are reserved once at the budget and never grow past it: a put that
-        // might not fit spills what is held first (a `Vec` that grew would double).
-        if self.arena.capacity() == 0 {
-            let arena = self.budget / 8 * 7;
-            self.arena.reserve_exact(arena);
-            self.entries.reserve_exact((self.budget - arena) / 8);
+        if put.key.is_empty() || put.key.len() > MAX_ROW {
+            return Err(Error::Hbase {
+                op: "write HFile",
+                table: table.name().into(),
+                reason: format!(
+                    "a row of {} bytes: HBase takes 1 to {MAX_ROW}",
+                    put.key.len()
+                ),
+            });
         }
-        let bound: usize = put
+        // The buffers are reserved once at the budget and never grow past it: a put that
+        // does not fit spills what is held first (a `Vec` that grew would double).
+        if self.arena.capacity() == 0 {
+            let arena = self.budget / 6 * 5;
+            self.arena.reserve_exact(arena);
+            let entries = (self.budget - arena) / std::mem::size_of::<Entry>();
+            self.entries.reserve_exact(entries);
+        }
+        let region = self.boundaries.region(table, &put.key);
+        let bytes: usize = put
             .cells
             .iter()
-            .map(|(c, v)| RECORD_OVERHEAD + 2 * (put.key.len() + c.len()) + v.len())
+            .map(|(c, v)| {
+                let (fe, qs) = split_column(c);
+                Record::len_of(fe, put.key.len(), c.len() - qs, v.len())
+            })
             .sum();
-        let full = self.arena.len() + bound > self.arena.capacity()
+        let full = self.arena.len() + bytes > self.arena.capacity()
             || self.entries.len() + put.cells.len() > self.entries.capacity()
             // Offsets are u32: spill before the arena could outgrow them, whatever the budget.
-            || self.arena.len() + bound >= (u32::MAX as usize) / 2;
+            || self.arena.len() + bytes >= u32::MAX as usize;
         if full {
             self.spill_run()?;
         }
-        let region = self.boundaries.region(table, &put.key);
         for (column, value) in &put.cells {
-            let at = column
-                .iter()
-                .position(|&b| b == b':')
-                .unwrap_or(column.len());
-            let (family, qualifier) = (&column[..at], column.get(at + 1..).unwrap_or(&[]));
+            let (fe, qs) = split_column(column);
             let start = self.arena.len();
             Record {
                 table: table_code(table),
                 region,
-                family,
+                family: &column[..fe],
                 row: &put.key,
-                qualifier,
+                qualifier: &column[qs..],
                 ts,
                 seq_inv: u64::MAX - self.seq,
                 value,
             }
             .encode(&mut self.arena);
-            self.entries
-                .push((start as u32, (self.arena.len() - start) as u32));
+            let key = split(&self.arena[start..]).0;
+            let group = group_of(
+                &mut self.groups,
+                &mut self.last_group,
+                &key[..group_len(key)],
+            );
+            let prefix = (u64::from(group) << 48) | (row_prefix(key) >> 16);
+            self.entries.push(Entry {
+                prefix,
+                start: start as u32,
+                len: (self.arena.len() - start) as u32,
+            });
             self.seq += 1;
             self.cells += 1;
         }
@@ -178,9 +239,35 @@ impl<'a> Collector<'a> {
     }
 
     fn sort(&mut self) {
+        // Group numbers become ranks in key order; past u16 groups the prefixes say nothing
+        // and whole keys decide.
+        let exact = self.groups.len() < u16::MAX as usize;
+        if exact {
+            let mut order: Vec<(&Vec<u8>, u16)> =
+                self.groups.iter().map(|(g, n)| (g, *n)).collect();
+            order.sort_by(|a, b| cmp_groups(a.0, b.0));
+            let mut rank = vec![0u64; order.len()];
+            for (r, (_, n)) in order.iter().enumerate() {
+                rank[*n as usize] = r as u64;
+            }
+            for e in &mut self.entries {
+                e.prefix = (rank[(e.prefix >> 48) as usize] << 48) | (e.prefix & ((1 << 48) - 1));
+            }
+        } else {
+            for e in &mut self.entries {
+                e.prefix = 0;
+            }
+        }
         let arena = &self.arena;
-        let key = |(s, l): (u32, u32)| split(&arena[s as usize..(s + l) as usize]).0;
-        self.entries.sort_unstable_by(|a, b| key(*a).cmp(key(*b)));
+        let key = |e: &Entry| split(&arena[e.start as usize..(e.start + e.len) as usize]).0;
+        self.entries.sort_unstable_by(|a, b| {
+            a.prefix
+                .cmp(&b.prefix)
+                .then_with(|| cmp_keys(key(a), key(b)))
+        });
+        // The ranks hold for this sort only: the next batch may meet new files.
+        self.groups.clear();
+        self.last_group = None;
     }
 
     fn spill_run(&mut self) -> Result<()> {
@@ -188,18 +275,22 @@ impl<'a> Collector<'a> {
             return Ok(());
         }
         self.sort();
-        let name = format!("w{}-run{}", self.id, self.runs.len());
-        log::debug!(
-            "collector {}: spilling {} cells to {name}",
-            self.id,
-            self.entries.len()
-        );
-        let mut out = RunWriter::create(self.spill, &name)?;
-        for &(s, l) in &self.entries {
-            out.write(&self.arena[s as usize..(s + l) as usize])?;
+        if self.file.is_none() {
+            self.file = Some(RunFile::create(self.spill, &format!("w{}-runs", self.id))?);
         }
-        let records = out.finish()?;
-        self.runs.push((name, records));
+        let file = self.file.as_ref().expect("created above");
+        log::debug!(
+            "collector {}: spilling {} cells to {} (run {})",
+            self.id,
+            self.entries.len(),
+            file.name,
+            self.runs.len()
+        );
+        let mut out = file.writer()?;
+        for e in &self.entries {
+            out.write(&self.arena[e.start as usize..(e.start + e.len) as usize])?;
+        }
+        self.runs.push(out.finish()?);
         self.arena.clear();
         self.entries.clear();
         Ok(())
@@ -218,31 +309,26 @@ impl<'a> Collector<'a> {
             // Everything is on disk now: the buffer's memory goes back before the merge.
             self.arena = Vec::new();
             self.entries = Vec::new();
-            // At most MAX_FAN_IN runs are read at once: the oldest are merged into one first.
-            while self.runs.len() > MAX_FAN_IN {
-                let group: Vec<(String, u64)> = self.runs.drain(..MAX_FAN_IN).collect();
-                let name = format!("w{}-merged{}", self.id, self.merged);
-                self.merged += 1;
-                let inputs = group
-                    .iter()
-                    .map(|(n, records)| Source::open(self.spill, n, *records))
-                    .collect::<Result<Vec<_>>>()?;
-                let mut merger = Merger::new(inputs, self.spill)?;
-                let mut out = RunWriter::create(self.spill, &name)?;
+            let file = self.file.as_ref().expect("runs were spilled");
+            // At most `fan_in` runs are read at once. Past that, the smallest runs are merged
+            // first, at the end of the same file, just enough of them that the final merge
+            // reads `fan_in` (as Hadoop's merger does): one run too many costs a small merge,
+            // not a pass over everything. Emission numbers order the cells, not the runs.
+            let fan_in = runs::fan_in(self.budget);
+            while self.runs.len() > fan_in {
+                let n = (self.runs.len() - fan_in + 1).min(fan_in);
+                self.runs.sort_by_key(|r| std::cmp::Reverse(r.records));
+                let group: Vec<Run> = self.runs.split_off(self.runs.len() - n);
+                let inputs = group.iter().map(|r| file.source(*r)).collect();
+                let mut merger = Merger::new(inputs, self.spill, &file.name)?;
+                let mut out = file.writer()?;
                 let mut record = Vec::new();
                 while merger.next_record(&mut record)? {
                     out.write(&record)?;
                 }
-                let records = out.finish()?;
-                drop(merger);
-                for (n, _) in &group {
-                    self.spill.remove(n)?;
-                }
-                self.runs.push((name, records));
+                self.runs.push(out.finish()?);
             }
-            for (name, records) in &self.runs {
-                sources.push(Source::open(self.spill, name, *records)?);
-            }
+            sources.extend(self.runs.iter().map(|r| file.source(*r)));
         } else {
             self.sort();
             sources.push(Source::Memory {
@@ -251,7 +337,8 @@ impl<'a> Collector<'a> {
                 at: 0,
             });
         }
-        let mut merger = Merger::new(sources, self.spill)?;
+        let name = format!("w{}-runs", self.id);
+        let mut merger = Merger::new(sources, self.spill, &name)?;
         let mut out = FileRoller::new(fs, staging, self.id, options);
         // The last record written: a record of the same cell after it is an older emission.
         let (mut bytes, mut last) = (Vec::new(), Vec::new());
@@ -266,8 +353,9 @@ impl<'a> Collector<'a> {
             std::mem::swap(&mut bytes, &mut last);
         }
         let staged = out.finish()?;
-        for (name, _) in &self.runs {
-            self.spill.remove(name)?;
+        drop(merger);
+        if let Some(file) = &self.file {
+            file.clear()?;
         }
         Ok(staged)
     }

@@ -1,6 +1,8 @@
-//! The record a collector keeps per cell, and its key: unsigned byte order of the key is
-//! the file order (table, family, region), then HBase's cell order, then the latest emission
-//! first, so sorting and merging compare bytes and never parse (docs/design/bulk-load.md).
+//! The record a collector keeps per cell, and the order of its keys: the file (table,
+//! family, region), then HBase's cell order, then the latest emission first
+//! (docs/design/bulk-load.md). Fields are length-prefixed, not escaped, so a record is no
+//! longer than its cell; [`cmp_keys`] compares them field by field, and [`row_prefix`] lets
+//! a sort settle most comparisons on one integer.
 
 /// One cell on its way into a collector.
 #[derive(Clone, Copy, Debug)]
@@ -16,59 +18,91 @@ pub(super) struct Record<'a> {
     pub(super) value: &'a [u8],
 }
 
-/// Appends `bytes` so that byte order is kept and the end is marked: 0x00 becomes
-/// 0x00 0xff and the field ends with 0x00 0x00.
-fn escape(bytes: &[u8], out: &mut Vec<u8>) {
-    for &b in bytes {
-        out.push(b);
-        if b == 0 {
-            out.push(0xff);
-        }
-    }
-    out.extend_from_slice(&[0, 0]);
-}
-
-/// Reads a field written by [`escape`] into `out`; returns the bytes consumed.
-fn unescape(bytes: &[u8], out: &mut Vec<u8>) -> usize {
-    out.clear();
-    let mut i = 0;
-    loop {
-        let b = bytes[i];
-        if b == 0 {
-            if bytes[i + 1] == 0 {
-                return i + 2;
-            }
-            out.push(0);
-            i += 2;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-}
-
 impl Record<'_> {
-    /// Appends `u32 key length, key, u32 value length, value`. The key is
-    /// `table, family, 0x00, region (BE), escaped row, escaped qualifier, inverted timestamp,
-    /// inverted emission number`: its unsigned byte order is the file order (table, family,
-    /// region), then HBase's cell order, then the latest emission first, so sorting and
-    /// merging compare bytes only.
+    /// The bytes [`Record::encode`] appends for these field lengths.
+    pub(super) fn len_of(family: usize, row: usize, qualifier: usize, value: usize) -> usize {
+        4 + 1 + 1 + family + 4 + 2 + row + qualifier + 16 + 4 + value
+    }
+
+    fn encoded_len(&self) -> usize {
+        Self::len_of(
+            self.family.len(),
+            self.row.len(),
+            self.qualifier.len(),
+            self.value.len(),
+        )
+    }
+
+    /// Appends `u32 key length, key, u32 value length, value` (BE). The key is `table,
+    /// family length (u8), family, region (u32), row length (u16), row, qualifier, inverted
+    /// timestamp, inverted emission number`; [`cmp_keys`] orders it.
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
-        let at = out.len();
-        out.extend_from_slice(&[0; 4]);
+        let key_len = self.encoded_len() - 8 - self.value.len();
+        out.extend_from_slice(&(key_len as u32).to_be_bytes());
         out.push(self.table);
+        out.push(self.family.len() as u8);
         out.extend_from_slice(self.family);
-        out.push(0);
         out.extend_from_slice(&self.region.to_be_bytes());
-        escape(self.row, out);
-        escape(self.qualifier, out);
+        out.extend_from_slice(&(self.row.len() as u16).to_be_bytes());
+        out.extend_from_slice(self.row);
+        out.extend_from_slice(self.qualifier);
         out.extend_from_slice(&(!((self.ts as u64) ^ (1 << 63))).to_be_bytes());
         out.extend_from_slice(&self.seq_inv.to_be_bytes());
-        let key_len = (out.len() - at - 4) as u32;
-        out[at..at + 4].copy_from_slice(&key_len.to_be_bytes());
         out.extend_from_slice(&(self.value.len() as u32).to_be_bytes());
         out.extend_from_slice(self.value);
     }
+}
+
+/// A key's fields, borrowed: `(table, family, region)` names its file, and the order of
+/// the fields is the order of the keys.
+struct Fields<'a> {
+    group: &'a [u8],
+    row: &'a [u8],
+    qualifier: &'a [u8],
+    /// Inverted timestamp and emission number.
+    tail: &'a [u8],
+}
+
+fn fields(key: &[u8]) -> Fields<'_> {
+    let g = group_len(key);
+    let row_len = u16::from_be_bytes([key[g], key[g + 1]]) as usize;
+    let row_end = g + 2 + row_len;
+    let tail = key.len() - 16;
+    Fields {
+        group: &key[..g],
+        row: &key[g + 2..row_end],
+        qualifier: &key[row_end..tail],
+        tail: &key[tail..],
+    }
+}
+
+/// The order of keys: the file (table, family, region), then HBase's cell order (row,
+/// qualifier, timestamp descending), then the latest emission first. Every field compares
+/// as unsigned bytes, a shorter one first when it is a prefix of the other.
+pub(super) fn cmp_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let (fa, fb) = (fields(a), fields(b));
+    cmp_groups(fa.group, fb.group)
+        .then_with(|| fa.row.cmp(fb.row))
+        .then_with(|| fa.qualifier.cmp(fb.qualifier))
+        .then_with(|| fa.tail.cmp(fb.tail))
+}
+
+/// The order of two files' `(table, family, region)` prefixes. The family's length comes
+/// before its bytes, so compare the table, then the family as bytes, then the region.
+pub(super) fn cmp_groups(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a[0].cmp(&b[0])
+        .then_with(|| a[2..a.len() - 4].cmp(&b[2..b.len() - 4]))
+        .then_with(|| a[a.len() - 4..].cmp(&b[b.len() - 4..]))
+}
+
+/// The first eight bytes of a key's row (zero-padded): among keys of one file, a smaller
+/// prefix means a smaller key, so a sort compares whole keys only on ties.
+pub(super) fn row_prefix(key: &[u8]) -> u64 {
+    let row = fields(key).row;
+    let mut p = [0u8; 8];
+    let n = row.len().min(8);
+    p[..n].copy_from_slice(&row[..n]);
+    u64::from_be_bytes(p)
 }
 
 /// A record's key and value.
@@ -80,11 +114,7 @@ pub(super) fn split(record: &[u8]) -> (&[u8], &[u8]) {
 
 /// The length of a key's (table, family, region) prefix: the HFile it belongs to.
 pub(super) fn group_len(key: &[u8]) -> usize {
-    let family_end = 1 + key[1..]
-        .iter()
-        .position(|&b| b == 0)
-        .expect("terminated family");
-    family_end + 1 + 4
+    2 + key[1] as usize + 4
 }
 
 /// The key without the emission number: equal for two emissions of one HBase cell.
@@ -105,15 +135,17 @@ pub(super) struct Decoded {
 
 impl Decoded {
     pub(super) fn read(&mut self, key: &[u8]) {
-        self.table = key[0];
-        let g = group_len(key);
+        let f = fields(key);
+        let g = f.group;
+        self.table = g[0];
         self.family.clear();
-        self.family.extend_from_slice(&key[1..g - 5]);
-        self.region = u32::from_be_bytes(key[g - 4..g].try_into().unwrap());
-        let mut at = g;
-        at += unescape(&key[at..], &mut self.row);
-        at += unescape(&key[at..], &mut self.qualifier);
-        let ts_desc = u64::from_be_bytes(key[at..at + 8].try_into().unwrap());
+        self.family.extend_from_slice(&g[2..g.len() - 4]);
+        self.region = u32::from_be_bytes(g[g.len() - 4..].try_into().unwrap());
+        self.row.clear();
+        self.row.extend_from_slice(f.row);
+        self.qualifier.clear();
+        self.qualifier.extend_from_slice(f.qualifier);
+        let ts_desc = u64::from_be_bytes(f.tail[..8].try_into().unwrap());
         self.ts = (!ts_desc ^ (1 << 63)) as i64;
     }
 }

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::record::{split, Decoded, Record};
+use super::record::{cmp_keys, group_len, row_prefix, split, Decoded, Record};
 use super::*;
 use crate::hdfs::FileSystems;
 
@@ -29,7 +29,7 @@ proptest! {
     fn keys_sort_as_their_parts_and_read_back(
         parts in proptest::collection::vec(
             (0u8..3, prop_oneof![Just(b"count".to_vec()), Just(b"info".to_vec()), Just(b"r".to_vec())],
-             0u32..3, proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff), any::<u8>()], 1..6),
+             0u32..3, proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xff), any::<u8>()], 1..12),
              proptest::collection::vec(prop_oneof![Just(0u8), Just(0xff), any::<u8>()], 0..4),
              prop_oneof![Just(i64::MIN), Just(-1i64), Just(0), Just(i64::MAX), any::<i64>()],
              any::<u64>()),
@@ -42,7 +42,16 @@ proptest! {
                 .then(a.6.cmp(&b.6))
         });
         let mut bytes: Vec<Vec<u8>> = parts.iter().map(encoded).collect();
-        bytes.sort_by(|a, b| split(a).0.cmp(split(b).0));
+        // Within a file, a smaller row prefix is a smaller key.
+        for a in &bytes {
+            for b in &bytes {
+                let (ka, kb) = (split(a).0, split(b).0);
+                if ka[..group_len(ka)] == kb[..group_len(kb)] && row_prefix(ka) < row_prefix(kb) {
+                    prop_assert_eq!(cmp_keys(ka, kb), std::cmp::Ordering::Less);
+                }
+            }
+        }
+        bytes.sort_by(|a, b| cmp_keys(split(a).0, split(b).0));
         let mut d = Decoded::default();
         for (p, b) in naive.iter().zip(&bytes) {
             let (key, value) = split(b);
@@ -138,7 +147,7 @@ fn a_spilled_run_cut_short_fails_the_merge() {
         c.add(Table::User, 1, &put).unwrap();
     }
     c.spill_run().unwrap();
-    let (name, _) = c.runs[0].clone();
+    let name = c.file.as_ref().unwrap().name.clone();
     let path = spill.path(&name);
     let len = std::fs::metadata(&path).unwrap().len();
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -150,19 +159,56 @@ fn a_spilled_run_cut_short_fails_the_merge() {
 }
 
 #[test]
+fn a_spilled_block_changed_on_disk_fails_the_merge() {
+    let b = boundaries();
+    let spill = SpillDir::create(None, "bulk-test").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let fs = FileSystems::new("hdfs://127.0.0.1:9");
+    let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
+    let mut c = Collector::new(0, &b, &spill, 1);
+    for i in 0..50u32 {
+        let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", format!("value {i}"));
+        c.add(Table::User, 1, &put).unwrap();
+    }
+    c.spill_run().unwrap();
+    let name = c.file.as_ref().unwrap().name.clone();
+    let path = spill.path(&name);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    std::fs::write(&path, bytes).unwrap();
+    let err = c
+        .write_hfiles(&fs, &staging, &WriterOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&name) && err.contains("checksum"), "{err}");
+}
+
+#[test]
 fn many_runs_merge_in_groups_to_the_same_files() {
-    // 300 puts spilled one run each: more than MAX_FAN_IN runs, so groups merge first.
+    // 300 puts spilled one run each: more runs than the smallest fan-in, so groups of the
+    // smallest runs merge first. Every cell is emitted twice, 150 puts apart: the later
+    // value must win whichever runs merge together.
     let puts: Vec<(Table, i64, Put)> = (0..300u32)
         .map(|i| {
-            let row = (i.wrapping_mul(2_654_435_761)).to_be_bytes().to_vec();
+            let row = ((i % 150).wrapping_mul(2_654_435_761))
+                .to_be_bytes()
+                .to_vec();
             let put = Put::new(row).cell("info:n", format!("v{i}"));
             (Table::User, i64::from(i % 3), put)
         })
         .collect();
     let spilled = run(&puts, 1);
     assert_eq!(spilled, run(&puts, 1 << 30));
-    let cells: usize = spilled.iter().map(|f| f.1.len()).sum();
-    assert_eq!(cells, 300);
+    let values: Vec<String> = spilled
+        .iter()
+        .flat_map(|f| f.1.iter().map(|c| String::from_utf8(c.3.clone()).unwrap()))
+        .collect();
+    assert_eq!(values.len(), 150);
+    for v in &values {
+        let i: u32 = v[1..].parse().unwrap();
+        assert!(i >= 150, "{v}: the earlier emission survived");
+    }
 }
 
 #[test]
