@@ -46,6 +46,8 @@ def main():
     ap.add_argument("--regions", type=int, default=8)
     ap.add_argument("--compression", default="zstd", choices=["none", "snappy", "gz", "zstd"],
                     help="block compression of the created tables (the paper preset needs it for disk)")
+    ap.add_argument("--hfile-compression", default="zstd", choices=["none", "zstd"],
+                    help="block compression of the HFiles of --via hfile (zstd: as the tables')")
     ap.add_argument("--formats", default="canonical",
                     help="raw formats gen writes (comma-separated; see weibo-etl gen --help)")
     ap.add_argument("--via", default="thrift", choices=["thrift", "hfile", "both"],
@@ -100,7 +102,8 @@ def main():
             extra = []
             if via == "hfile":
                 extra = ["--via", "hfile", "--staging", f"hdfs://127.0.0.1:9000/bench/{target}",
-                         "--bulkload-cmd", f"{BIN} cluster bulkload"]
+                         "--bulkload-cmd", f"{BIN} cluster bulkload",
+                         "--hfile-compression", args.hfile_compression]
             name = "load" if via == "thrift" else "load --via hfile"
             secs, doc, _ = stage(name, [BIN, "-q", "--namespace", target, "--report", report, "load",
                                         "--input", clean, "--date", DATE, "--regions", args.regions,

@@ -43,6 +43,7 @@ pub mod bulk;
 pub mod counters;
 pub mod layout;
 pub mod state;
+mod units;
 
 pub use layout::Table;
 
@@ -234,8 +235,15 @@ struct WriterStats {
     retries: u64,
 }
 
-/// A put, the region it goes to, and its cell timestamp.
-type RoutedPut = (Table, u32, i64, Put);
+/// A put, the region it goes to, its cell timestamp, and its emission number
+/// ([`units::emission`]): the order of the run's puts, however many threads produced them.
+struct RoutedPut {
+    table: Table,
+    region: u32,
+    ts: i64,
+    seq: u64,
+    put: Put,
+}
 
 /// Puts a router gathers for one writer before handing them over.
 const ROUTE_GROUP: usize = 256;
@@ -283,7 +291,14 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
     for msg in rx {
         match msg {
             Msg::Rows(puts) => {
-                for (table, region, ts, put) in puts {
+                for RoutedPut {
+                    table,
+                    region,
+                    ts,
+                    put,
+                    ..
+                } in puts
+                {
                     if failed.is_some() {
                         break;
                     }
@@ -374,10 +389,17 @@ fn collector_loop(
     for msg in rx {
         match msg {
             Msg::Rows(puts) => {
-                for (table, _, ts, put) in puts {
+                for RoutedPut {
+                    table,
+                    ts,
+                    seq,
+                    put,
+                    ..
+                } in puts
+                {
                     rows += 1;
                     bytes += put.payload_bytes() as u64;
-                    collector.add(table, ts, &put)?;
+                    collector.add(table, ts, seq, &put)?;
                 }
             }
             Msg::Flush(ack) => {
@@ -410,7 +432,7 @@ fn collector_loop(
 }
 
 /// A unit of work: produces the puts of one input file (or the counters) into the router.
-type Unit<'a> = Box<dyn Fn(&mut Router) -> Result<()> + 'a>;
+type Unit<'a> = Box<dyn Fn(&mut Router) -> Result<()> + Send + Sync + 'a>;
 
 /// Routes puts to the writers by region and flushes them at unit boundaries.
 struct Router {
@@ -424,9 +446,43 @@ struct Router {
     rows_by_table: BTreeMap<Table, u64>,
     /// The cell timestamp of the run's rows.
     ts: i64,
+    /// The unit running, and the puts it has emitted: the next put's emission number.
+    unit: u64,
+    emitted: u64,
 }
 
 impl Router {
+    /// Starts unit number `unit` (its place among the run's units).
+    fn start_unit(&mut self, unit: usize) {
+        self.unit = unit as u64;
+        self.emitted = 0;
+    }
+
+    /// A router of its own for another producing thread, sending to the same writers.
+    fn fork(&self) -> Router {
+        Router {
+            senders: self.senders.clone(),
+            pending: (0..self.senders.len()).map(|_| Vec::new()).collect(),
+            regions: self.regions,
+            boundaries: self.boundaries.clone(),
+            rows_by_table: BTreeMap::new(),
+            ts: self.ts,
+            unit: 0,
+            emitted: 0,
+        }
+    }
+
+    /// Takes back a fork: sends what it still holds, and adds its counts to ours.
+    fn absorb(&mut self, mut other: Router) -> Result<()> {
+        for w in 0..other.senders.len() {
+            other.hand_off(w)?;
+        }
+        for (t, n) in other.rows_by_table {
+            *self.rows_by_table.entry(t).or_default() += n;
+        }
+        Ok(())
+    }
+
     fn put(&mut self, table: Table, put: Put) -> Result<()> {
         self.put_at(table, put, self.ts)
     }
@@ -440,7 +496,15 @@ impl Router {
         };
         let w = region as usize % self.senders.len();
         *self.rows_by_table.entry(table).or_default() += 1;
-        self.pending[w].push((table, region, ts, put));
+        let seq = units::emission(self.unit, self.emitted)?;
+        self.emitted += 1;
+        self.pending[w].push(RoutedPut {
+            table,
+            region,
+            ts,
+            seq,
+            put,
+        });
         if self.pending[w].len() >= ROUTE_GROUP {
             self.hand_off(w)?;
         }
@@ -788,12 +852,14 @@ fn with_writers(
             });
         }
         let mut router = Router {
-            pending: vec![Vec::new(); senders.len()],
+            pending: (0..senders.len()).map(|_| Vec::new()).collect(),
             senders,
             regions: options.regions,
             boundaries: bulk.map(|b| b.boundaries.clone()),
             rows_by_table: BTreeMap::new(),
             ts,
+            unit: 0,
+            emitted: 0,
         };
         let mut result = body(&mut router);
         if result.is_ok() {
@@ -1276,23 +1342,35 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             started,
             &mut report,
             &mut |router| {
-                for (name, unit) in &units {
-                    if done.contains(name) {
-                        units_skipped += 1;
-                        continue;
+                let todo: Vec<units::Todo<'_, '_>> = units
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (name, _))| !done.contains(name))
+                    .map(|(index, (name, unit))| units::Todo {
+                        index,
+                        name,
+                        unit,
+                        counters: units::is_counter_unit(name),
+                    })
+                    .collect();
+                units_skipped = units.len() - todo.len();
+                if !record_units {
+                    // Through HFiles nothing is durable before the hand-over, and the emission
+                    // numbers order the cells: the units run side by side, without barriers.
+                    for name in units::run_side_by_side(router, &todo)? {
+                        done.insert(name);
+                        units_done += 1;
                     }
-                    // Through HFiles nothing is durable before the hand-over, so a unit's end
-                    // is no barrier: waiting for every collector here would stall on spills.
-                    unit(router)?;
-                    if record_units {
-                        router.flush()?;
-                    }
-                    done.insert(name.clone());
+                    return Ok(());
+                }
+                for t in &todo {
+                    router.start_unit(t.index);
+                    (t.unit)(router)?;
+                    router.flush()?;
+                    done.insert(t.name.to_string());
                     units_done += 1;
-                    if record_units {
-                        let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
-                        fs.write_atomic(&manifest_loc, &text)?;
-                    }
+                    let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
+                    fs.write_atomic(&manifest_loc, &text)?;
                 }
                 Ok(())
             },

@@ -94,6 +94,10 @@ fn table_of(code: u8) -> Table {
         .expect("our code")
 }
 
+/// The cells of one put are numbered within the room its emission number leaves
+/// (`load::units`).
+pub const MAX_CELL_BITS: u32 = 12;
+
 /// Rows longer than this cannot be a cell (HBase's row length is a signed short).
 const MAX_ROW: usize = i16::MAX as usize;
 
@@ -148,7 +152,6 @@ pub struct Collector<'a> {
     /// The scratch file of the spilled runs, made at the first spill.
     file: Option<RunFile<'a>>,
     runs: Vec<Run>,
-    seq: u64,
     pub cells: u64,
 }
 
@@ -165,13 +168,25 @@ impl<'a> Collector<'a> {
             last_group: None,
             file: None,
             runs: Vec::new(),
-            seq: 0,
             cells: 0,
         }
     }
 
-    /// Takes the cells of one put, with timestamp `ts`.
-    pub fn add(&mut self, table: Table, ts: i64, put: &Put) -> Result<()> {
+    /// Takes the cells of one put, with timestamp `ts` and emission number `seq`: its
+    /// cells are numbered `seq`, `seq + 1`, … (at most `2^cell_bits` of them), and of two
+    /// emissions of one cell the higher number wins.
+    pub fn add(&mut self, table: Table, ts: i64, seq: u64, put: &Put) -> Result<()> {
+        if put.cells.len() >= 1 << MAX_CELL_BITS {
+            return Err(Error::Hbase {
+                op: "write HFile",
+                table: table.name().into(),
+                reason: format!(
+                    "a put of {} cells: at most {} are numbered",
+                    put.cells.len(),
+                    (1u64 << MAX_CELL_BITS) - 1
+                ),
+            });
+        }
         if put.key.is_empty() || put.key.len() > MAX_ROW {
             return Err(Error::Hbase {
                 op: "write HFile",
@@ -206,7 +221,7 @@ impl<'a> Collector<'a> {
         if full {
             self.spill_run()?;
         }
-        for (column, value) in &put.cells {
+        for (i, (column, value)) in put.cells.iter().enumerate() {
             let (fe, qs) = split_column(column);
             let start = self.arena.len();
             Record {
@@ -216,7 +231,7 @@ impl<'a> Collector<'a> {
                 row: &put.key,
                 qualifier: &column[qs..],
                 ts,
-                seq_inv: u64::MAX - self.seq,
+                seq_inv: u64::MAX - (seq + i as u64),
                 value,
             }
             .encode(&mut self.arena);
@@ -232,7 +247,6 @@ impl<'a> Collector<'a> {
                 start: start as u32,
                 len: (self.arena.len() - start) as u32,
             });
-            self.seq += 1;
             self.cells += 1;
         }
         Ok(())

@@ -62,6 +62,11 @@ proptest! {
     }
 }
 
+/// The emission number of the `i`-th put.
+fn seq(i: u32) -> u64 {
+    u64::from(i) << MAX_CELL_BITS
+}
+
 fn boundaries() -> Boundaries {
     let mut b = Boundaries::default();
     b.0.insert(Table::User, vec![vec![], vec![0x80]]);
@@ -82,8 +87,8 @@ fn run(puts: &[(Table, i64, Put)], budget: usize) -> Vec<(String, Vec<ReadCell>)
     let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
     let mut c = Collector::new(0, &b, &spill, budget);
     c.budget = budget;
-    for (t, ts, p) in puts {
-        c.add(*t, *ts, p).unwrap();
+    for (i, (t, ts, p)) in puts.iter().enumerate() {
+        c.add(*t, *ts, seq(i as u32), p).unwrap();
     }
     let staged = c
         .write_hfiles(&fs, &staging, &WriterOptions::default())
@@ -119,12 +124,12 @@ fn a_collector_spills_once_per_budget_of_cells() {
     let mut c = Collector::new(0, &b, &spill, 1 << 20);
     let put = |i: u32| Put::new(i.to_be_bytes().to_vec()).cell("info:n", vec![b'x'; 100]);
     for i in 0..1_000 {
-        c.add(Table::User, 1, &put(i)).unwrap();
+        c.add(Table::User, 1, seq(i), &put(i)).unwrap();
     }
     assert!(c.runs.is_empty(), "150 KB fit in 1 MiB");
     // About 3 MB of records: a few runs of close to the budget each, not one per put.
     for i in 1_000..21_000 {
-        c.add(Table::User, 1, &put(i)).unwrap();
+        c.add(Table::User, 1, seq(i), &put(i)).unwrap();
     }
     assert!((2..=5).contains(&c.runs.len()), "{} runs", c.runs.len());
     assert!(
@@ -144,7 +149,7 @@ fn a_spilled_run_cut_short_fails_the_merge() {
     c.budget = 1;
     for i in 0..50u32 {
         let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", vec![b'x'; 300]);
-        c.add(Table::User, 1, &put).unwrap();
+        c.add(Table::User, 1, seq(i), &put).unwrap();
     }
     c.spill_run().unwrap();
     let name = c.file.as_ref().unwrap().name.clone();
@@ -168,7 +173,7 @@ fn a_spilled_block_changed_on_disk_fails_the_merge() {
     let mut c = Collector::new(0, &b, &spill, 1);
     for i in 0..50u32 {
         let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", format!("value {i}"));
-        c.add(Table::User, 1, &put).unwrap();
+        c.add(Table::User, 1, seq(i), &put).unwrap();
     }
     c.spill_run().unwrap();
     let name = c.file.as_ref().unwrap().name.clone();
