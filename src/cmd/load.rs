@@ -70,8 +70,9 @@ pub struct Args {
     /// snapshot in <input>/_load/state/<namespace>/); for tables truncated outside weibo-etl
     #[arg(long)]
     rewrite_counters: bool,
-    /// How the cells reach HBase: thrift (batched puts through the gateway) or hfile (HFiles
-    /// written to <input>/_hfiles/ and handed to HBase with --bulkload-cmd)
+    /// How the cells reach HBase: thrift (batched puts through the gateway), hfile (HFiles
+    /// written to <input>/_hfiles/ and handed to HBase with --bulkload-cmd), or auto (hfile
+    /// for a night of at least 20,000 cleaned rows with its staging on HDFS, else thrift)
     #[arg(long, value_enum, default_value = "thrift")]
     via: Via,
     /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`
@@ -162,6 +163,24 @@ mod tests {
         assert_eq!(
             super::super::parse_size(super::MEMORY_BUDGET),
             Ok(super::LoadOptions::MEMORY_BUDGET)
+        );
+    }
+
+    #[test]
+    fn the_shown_auto_threshold_is_the_one_applied() {
+        use clap::CommandFactory;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: super::Args,
+        }
+        let help = Cli::command().render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let t = weibo_etl::load::AUTO_HFILE_ROWS;
+        let shown = format!("{},{:03}", t / 1000, t % 1000);
+        assert!(
+            help.contains(&format!("at least {shown} cleaned rows")),
+            "{help}"
         );
     }
 }

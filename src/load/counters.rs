@@ -30,8 +30,13 @@ use crate::dataset::partition;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
 
-/// Bytes one key costs in a pass's maps (hash map entry, its value, the table's slack).
-const BYTES_PER_KEY: u64 = 96;
+/// Bytes a user costs in a pass: its counters' map entry and its name's, with the tables'
+/// slack.
+const BYTES_PER_USER: u64 = 192;
+/// Bytes a post costs in a pass's map of owned posts.
+const BYTES_PER_POST: u64 = 96;
+/// Bytes a repost or a comment costs in its map (id to target, 16 bytes and the slack).
+const BYTES_PER_REFERENCE: u64 = 40;
 /// Bytes one follow edge costs in a pass: its two ends, in the lists of the partitions of
 /// its follower and of its followee.
 const BYTES_PER_EDGE: u64 = 32;
@@ -73,9 +78,10 @@ pub struct Inputs<'a> {
     pub mention_posts: &'a [FileEntry],
 }
 
-/// How many partitions keep one pass within `budget` bytes: users are counted twice (their
-/// counters and their name), posts once, and reposts and comments once (to count each once
-/// however many nights crawled it); a follow's endpoints are nearly always users.
+/// How many partitions keep one pass within `budget` bytes. The users (counters and names)
+/// stay for the whole pass; the follow ends are counted and dropped before the posts are
+/// read, so the peak is the users plus the larger of the follow ends and the posts with their
+/// reposts and comments (each kept once however many nights crawled it).
 pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Result<u32> {
     let rows = |files: &[FileEntry]| -> Result<u64> {
         files.iter().try_fold(0u64, |sum, f| {
@@ -83,10 +89,24 @@ pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Res
             Ok(sum + builder.metadata().file_metadata().num_rows().max(0) as u64)
         })
     };
-    let keys = 2 * rows(inputs.users)? + 2 * rows(inputs.posts)? + rows(inputs.comments)?;
-    let bytes =
-        keys.saturating_mul(BYTES_PER_KEY) + rows(inputs.follows)?.saturating_mul(BYTES_PER_EDGE);
+    let bytes = peak_bytes(
+        rows(inputs.users)?,
+        rows(inputs.follows)?,
+        rows(inputs.posts)?,
+        rows(inputs.comments)?,
+    );
     Ok(bytes.div_ceil(budget.max(1)).clamp(1, 4096) as u32)
+}
+
+/// The bytes one pass over everything would hold at its peak (see [`partitions_for`]).
+fn peak_bytes(users: u64, follows: u64, posts: u64, comments: u64) -> u64 {
+    let ends = follows.saturating_mul(BYTES_PER_EDGE);
+    let posts = posts
+        .saturating_mul(BYTES_PER_POST + BYTES_PER_REFERENCE)
+        .saturating_add(comments.saturating_mul(BYTES_PER_REFERENCE));
+    users
+        .saturating_mul(BYTES_PER_USER)
+        .saturating_add(ends.max(posts))
 }
 
 /// A column a counter needs, or a [`Error::BadInput`] naming the file and the column (a part

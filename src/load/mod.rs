@@ -17,7 +17,8 @@
 //!   counters in one put; with several, the part units write the profiles and the counter
 //!   units put the counters apart (the same cells). A unit is recorded in the manifest, under
 //!   the run's table set, only after every writer has flushed all its rows, so `--resume` may
-//!   redo a unit but never skips an unfinished one.
+//!   redo a unit but never skips an unfinished one. Through HFiles ([`bulk`]) the units run
+//!   side by side and are recorded after the hand-over ([`units`]).
 //! - A writer that loses its connection reconnects and retries the same batch with jittered
 //!   backoff, a bounded number of times; puts are idempotent, so a retried batch is harmless.
 
@@ -118,6 +119,23 @@ pub enum Via {
     Thrift,
     /// HFiles written to HDFS and adopted by the region servers (HBase's bulk load).
     Hfile,
+    /// HFiles when the night holds at least [`AUTO_HFILE_ROWS`] cleaned rows and the staging
+    /// folder is on HDFS, Thrift otherwise; the report says which was taken, and why.
+    Auto,
+}
+
+/// The night size (cleaned rows of every entity, from the Parquet footers) from which
+/// `--via auto` bulk-loads: where the bulk load overtakes the Thrift route on the local
+/// cluster, tables created by the load included (BENCHMARKS.md, `benches/routes.py`).
+pub const AUTO_HFILE_ROWS: u64 = 20_000;
+
+/// How `--via auto` chose.
+#[derive(Clone, Debug, Serialize)]
+pub struct AutoChoice {
+    pub input_rows: u64,
+    pub threshold: u64,
+    pub chose: Via,
+    pub because: String,
 }
 
 impl LoadOptions {
@@ -194,6 +212,8 @@ pub struct LoadReport {
     pub posts_changed: u64,
     /// The route the cells took.
     pub via: Via,
+    /// How `--via auto` picked it.
+    pub auto: Option<AutoChoice>,
     /// What `--via hfile` handed to HBase.
     pub hfiles: Option<bulk::HandOver>,
 }
@@ -355,11 +375,11 @@ const QUEUED_PUT_BYTES: u64 = 256;
 /// collector as many as its share of the budget holds, so a spill does not stall the router.
 fn queue_depth(options: &LoadOptions) -> usize {
     match options.via {
-        Via::Thrift => 4096,
         Via::Hfile => {
             let per = queue_share(options.memory_budget) / options.writers.max(1) as u64;
             ((per / QUEUED_PUT_BYTES) as usize).max(4096)
         }
+        _ => 4096,
     }
 }
 
@@ -939,12 +959,28 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
             reason: format!("no committed clean partitions for dt={}", options.date),
         });
     }
+    let auto = match options.via {
+        Via::Auto => Some(choose_route(fs, &root, options, &files)?),
+        _ => None,
+    };
+    let resolved;
+    let options = match &auto {
+        Some(choice) => {
+            log::info!("--via auto: {}", choice.because);
+            resolved = LoadOptions {
+                via: choice.chose,
+                ..options.clone()
+            };
+            &resolved
+        }
+        None => options,
+    };
 
     // Tables first: namespace and any missing table, pre-split.
     let created = ensure_tables(options)?;
     let bulk_target = match options.via {
-        Via::Thrift => None,
         Via::Hfile => Some(bulk_target(fs, &root, options, ts)?),
+        _ => None,
     };
 
     let manifest_loc = match &options.checkpoint {
@@ -995,7 +1031,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let partitions = if counted {
         // Through HFiles the collectors hold half the budget while the counters compute.
         let budget = match options.via {
-            Via::Thrift => options.memory_budget,
+            Via::Thrift | Via::Auto => options.memory_budget,
             Via::Hfile => {
                 let b = options.memory_budget;
                 b - bulk_share(b) - queue_share(b)
@@ -1420,11 +1456,59 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     report.users_changed = users_changed.into_inner();
     report.posts_changed = posts_changed.into_inner();
     report.via = options.via;
+    report.auto = auto;
     if options.via == Via::Hfile {
         // The hand-over is part of the load's time.
         report.set_time(started);
     }
     Ok(report)
+}
+
+/// Where `--via hfile` stages its files: `--staging`, or `<input>/_hfiles`.
+fn staging_base(fs: &FileSystems, root: &Location, options: &LoadOptions) -> Result<Location> {
+    match &options.staging {
+        Some(url) => fs.parse(url),
+        None => Ok(root.join("_hfiles")),
+    }
+}
+
+/// `--via auto`: the bulk load for a night of at least [`AUTO_HFILE_ROWS`] cleaned rows,
+/// when its staging folder is on HDFS (the region servers move the files in).
+fn choose_route(
+    fs: &FileSystems,
+    root: &Location,
+    options: &LoadOptions,
+    files: &BTreeMap<&str, Vec<FileEntry>>,
+) -> Result<AutoChoice> {
+    let mut input_rows = 0u64;
+    for f in files.values().flatten() {
+        let builder = partition::open_parquet(fs, f)?;
+        input_rows += builder.metadata().file_metadata().num_rows().max(0) as u64;
+    }
+    let base = staging_base(fs, root, options)?;
+    let threshold = AUTO_HFILE_ROWS;
+    let (chose, because) = if input_rows < threshold {
+        (
+            Via::Thrift,
+            format!("{input_rows} rows, below {threshold}: through Thrift"),
+        )
+    } else if !base.is_hdfs() {
+        (
+            Via::Thrift,
+            format!("{input_rows} rows, but {base} is not on HDFS for the HFiles: through Thrift"),
+        )
+    } else {
+        (
+            Via::Hfile,
+            format!("{input_rows} rows, at least {threshold}: as HFiles"),
+        )
+    };
+    Ok(AutoChoice {
+        input_rows,
+        threshold,
+        chose,
+        because,
+    })
 }
 
 /// Prepares `--via hfile`: an empty staging folder (a failed run's files must never be
@@ -1435,10 +1519,7 @@ fn bulk_target<'a>(
     options: &LoadOptions,
     ts: i64,
 ) -> Result<BulkTarget<'a>> {
-    let base = match &options.staging {
-        Some(url) => fs.parse(url)?,
-        None => root.join("_hfiles"),
-    };
+    let base = staging_base(fs, root, options)?;
     if !base.is_hdfs() {
         return Err(Error::Usage(format!(
             "--via hfile stages HFiles on the cluster's HDFS, and {base} is not on HDFS: \

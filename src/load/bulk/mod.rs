@@ -1,8 +1,8 @@
 //! The bulk-load route of `load` (`--via hfile`): the same cells as the Thrift route, written
 //! as HFiles and handed to HBase, which adopts them without a write-ahead log or memstore.
 //!
-//! Each of the `--writers` collectors receives the puts the router sends it (the same units,
-//! in the same order, as the Thrift writers would), encodes every cell with its table,
+//! Each of the `--writers` collectors receives the puts the routers send it (the same units
+//! as the Thrift writers would get, run side by side), encodes every cell with its table,
 //! family, region (by the table's current region boundaries, read through Thrift) and
 //! emission number, and sorts them in memory; past its share of `--memory-budget` it spills
 //! the sorted run to the local scratch folder. When every unit has run, each collector merges
@@ -17,7 +17,8 @@
 //!
 //! Invariants:
 //! - A cell written twice in one run (same row, column and timestamp) appears once, with the
-//!   value emitted last, as the Thrift route's later put overwrites the earlier.
+//!   value of the higher emission number (`load::units`: the later put of the sequential
+//!   order), as the Thrift route's later put overwrites the earlier.
 //! - HFiles are written only after every unit succeeded, under hidden names until complete,
 //!   and the staging folder is emptied before a run writes into it, so a failed run leaves
 //!   nothing that a hand-over could adopt. docs/design/bulk-load.md has the rest.
