@@ -295,6 +295,37 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
     ));
     assert_same_tables(&thrift, &failed);
 
+    // Killed (SIGKILL, no cleanup) after every HFile is written and before any table is
+    // handed over: the HFiles stay in the staging folder, nothing is recorded, and --resume
+    // clears them and gives the same tables.
+    let killed = cluster::Scratch::new("via_hfile_kill");
+    let kill = dir.path().join("kill-parent.sh");
+    std::fs::write(&kill, "#!/bin/sh\nkill -9 $PPID\nsleep 5\nexit 1\n").unwrap();
+    std::fs::set_permissions(&kill, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = hfile_load(&clean, &killed, &[], kill.to_str().unwrap(), &[]);
+    assert_eq!(
+        out.status.code(),
+        None,
+        "killed by a signal: {}",
+        stderr(&out)
+    );
+    let staging = fs
+        .parse(&format!("{}/it/{killed}/staging", cluster::HDFS))
+        .unwrap();
+    let left = fs.list(&staging, true).unwrap_or_default();
+    assert!(
+        left.iter().any(|f| !f.is_dir),
+        "the kill left the HFiles: {left:?}"
+    );
+    ok(hfile_load(
+        &clean,
+        &killed,
+        &[],
+        &local_handover(),
+        &["--resume"],
+    ));
+    assert_same_tables(&thrift, &killed);
+
     // A second load of the same night through HFiles changes nothing a reader sees, and
     // neither does a major compaction, which merges the two loads' equal cells.
     ok(hfile_load(&clean, &failed, &[], &local_handover(), &[]));
@@ -310,4 +341,85 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
         ])));
     }
     assert_same_tables(&thrift, &failed);
+}
+
+/// `--via auto` goes through Thrift below its threshold or without HDFS for the HFiles, as
+/// HFiles from the threshold on, says which and why in the report, and the tables are the
+/// same either way.
+#[test]
+fn via_auto_picks_the_route_by_the_nights_size_and_says_why() {
+    use crate::test_load::{assert_same_tables, generated_clean};
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let clean = generated_clean(dir.path());
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
+    let auto = |ns: &str, extra: &[&str]| -> serde_json::Value {
+        let report = dir.path().join(format!("{ns}.json"));
+        let mut args = vec!["--via", "auto"];
+        args.extend_from_slice(extra);
+        ok(load(
+            &clean,
+            ns,
+            &["--report".as_ref(), report.as_os_str()],
+            &args,
+        ));
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        doc["load"].clone()
+    };
+
+    // Any night is large enough, but the HFiles would have to go to the local disk.
+    let local = cluster::Scratch::new("auto_local");
+    let r = auto(&local, &["--auto-threshold", "1"]);
+    assert_eq!(r["via"], "thrift", "{r}");
+    assert_eq!(r["auto"]["chose"], "thrift", "{r}");
+    assert!(
+        r["auto"]["because"]
+            .as_str()
+            .unwrap()
+            .contains("not on HDFS"),
+        "{r}"
+    );
+    let rows = r["auto"]["input_rows"].as_u64().unwrap();
+    assert!(rows > 10_000, "{r}");
+
+    let handover = local_handover();
+    let staged = |ns: &str| format!("{}/it/{ns}/staging", cluster::HDFS);
+    // One row short of the threshold: Thrift.
+    let small = cluster::Scratch::new("auto_small");
+    let (below, at) = ((rows + 1).to_string(), rows.to_string());
+    let r = auto(
+        &small,
+        &[
+            "--auto-threshold",
+            &below,
+            "--staging",
+            &staged(&small),
+            "--bulkload-cmd",
+            &handover,
+        ],
+    );
+    assert_eq!(r["via"], "thrift", "{r}");
+    assert!(
+        r["auto"]["because"].as_str().unwrap().contains("below"),
+        "{r}"
+    );
+
+    // At the threshold: HFiles, and the same tables.
+    let large = cluster::Scratch::new("auto_large");
+    let r = auto(
+        &large,
+        &[
+            "--auto-threshold",
+            &at,
+            "--staging",
+            &staged(&large),
+            "--bulkload-cmd",
+            &handover,
+        ],
+    );
+    assert_eq!(r["via"], "hfile", "{r}");
+    assert_eq!(r["auto"]["input_rows"].as_u64(), Some(rows), "{r}");
+    assert!(r["hfiles"]["files"].as_u64().unwrap() > 0, "{r}");
+    assert_same_tables(&local, &large);
 }

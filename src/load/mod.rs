@@ -84,6 +84,8 @@ pub struct LoadOptions {
     pub staging: Option<String>,
     /// How `--via hfile` compresses the HFiles' blocks.
     pub hfile_compression: HfileCompression,
+    /// The night size (cleaned rows) from which `--via auto` bulk-loads.
+    pub auto_threshold: u64,
 }
 
 /// The block compression of the HFiles `--via hfile` writes. A region server reads a
@@ -119,15 +121,16 @@ pub enum Via {
     Thrift,
     /// HFiles written to HDFS and adopted by the region servers (HBase's bulk load).
     Hfile,
-    /// HFiles when the night holds at least [`AUTO_HFILE_ROWS`] cleaned rows and the staging
-    /// folder is on HDFS, Thrift otherwise; the report says which was taken, and why.
+    /// HFiles when the night holds at least `auto_threshold` cleaned rows (by default
+    /// [`AUTO_HFILE_ROWS`]) and the staging folder is on HDFS, Thrift otherwise; the report
+    /// says which was taken, and why.
     Auto,
 }
 
 /// The night size (cleaned rows of every entity, from the Parquet footers) from which
 /// `--via auto` bulk-loads: where the bulk load overtakes the Thrift route on the local
 /// cluster, tables created by the load included (BENCHMARKS.md, `benches/routes.py`).
-pub const AUTO_HFILE_ROWS: u64 = 20_000;
+pub const AUTO_HFILE_ROWS: u64 = 100_000;
 
 /// How `--via auto` chose.
 #[derive(Clone, Debug, Serialize)]
@@ -180,6 +183,7 @@ impl LoadOptions {
                 .collect(),
             staging: None,
             hfile_compression: HfileCompression::None,
+            auto_threshold: AUTO_HFILE_ROWS,
         }
     }
 }
@@ -1472,8 +1476,8 @@ fn staging_base(fs: &FileSystems, root: &Location, options: &LoadOptions) -> Res
     }
 }
 
-/// `--via auto`: the bulk load for a night of at least [`AUTO_HFILE_ROWS`] cleaned rows,
-/// when its staging folder is on HDFS (the region servers move the files in).
+/// `--via auto`: the bulk load for a night of at least `auto_threshold` cleaned rows, when
+/// its staging folder is on HDFS (the region servers move the files in).
 fn choose_route(
     fs: &FileSystems,
     root: &Location,
@@ -1486,7 +1490,7 @@ fn choose_route(
         input_rows += builder.metadata().file_metadata().num_rows().max(0) as u64;
     }
     let base = staging_base(fs, root, options)?;
-    let threshold = AUTO_HFILE_ROWS;
+    let threshold = options.auto_threshold;
     let (chose, because) = if input_rows < threshold {
         (
             Via::Thrift,
