@@ -1,4 +1,4 @@
-//! `weibo-etl cluster up|down|status|bulkload|hfile`: the local HDFS + HBase + Thrift
+//! `weibo-etl cluster up|down|status|bulkload|compact|hfile|importtsv`: the local HDFS + HBase + Thrift
 //! cluster, and the HBase tools a real cluster has on its `PATH`.
 
 use anyhow::{Context as _, Result};
@@ -18,6 +18,9 @@ Examples:
                                 major-compact a table and wait for the end
   weibo-etl cluster hfile -- -m -p -f hdfs://127.0.0.1:9000/staging/user/info/part-0
                                 print an HFile (as `hbase hfile`)
+  weibo-etl cluster importtsv -- -Dimporttsv.columns=HBASE_ROW_KEY,info:name \
+      -Dimporttsv.bulk.output=hdfs://127.0.0.1:9000/out ns:t file:///data/users.tsv
+                                HBase's ImportTsv, locally (as `hbase importtsv`)
 
 It listens on hdfs://127.0.0.1:9000 (NameNode), 127.0.0.1:9090 (HBase Thrift1) and
 127.0.0.1:9091 (HBase Thrift2), and 127.0.0.1:9092 (its control port: bulk loads and
@@ -64,6 +67,12 @@ enum Action {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run HBase's ImportTsv (`hbase importtsv`) with these arguments, as a MapReduce job in
+    /// Hadoop's local job runner (the bulk-load peer of the benchmarks)
+    Importtsv {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -100,6 +109,9 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         }
         Action::Hfile { args } => {
             return pass_through(&paths, cluster::HFILE_TOOL, &args);
+        }
+        Action::Importtsv { args } => {
+            return pass_through(&paths, cluster::IMPORTTSV_TOOL, &args);
         }
         Action::Down => {
             if cluster::down(&paths)? {

@@ -328,6 +328,9 @@ fn client_conf(paths: &ClusterPaths, name: &str) -> Result<PathBuf> {
 /// HBase's HFile printer and checker (`hbase hfile`).
 pub const HFILE_TOOL: &str = "org.apache.hadoop.hbase.io.hfile.HFilePrettyPrinter";
 
+/// HBase's MapReduce TSV importer (`hbase importtsv`), run by Hadoop's local job runner.
+pub const IMPORTTSV_TOOL: &str = "org.apache.hadoop.hbase.mapreduce.ImportTsv";
+
 /// Sends one request line to the cluster JVM's control port and returns what follows `OK `.
 fn control(request: &str) -> Result<String> {
     use std::io::Write as _;
