@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--via", default="thrift", choices=["thrift", "hfile", "both"],
                     help="the load's route; both loads the same cleaned data twice, into two namespaces")
     ap.add_argument("--reuse", action="store_true", help="reuse generated and cleaned data when present")
+    ap.add_argument("--no-friends", action="store_true", help="stop after the load stage")
     ap.add_argument("--drop-raw", action="store_true",
                     help="delete the raw data once cleaned (the paper preset's 12.6 GB, for disk)")
     args = ap.parse_args()
@@ -114,17 +115,18 @@ def main():
                          "peak_rss_mb": doc.get("peak_rss_mb"), "rows_by_table": l.get("rows_by_table"),
                          "hfiles": l.get("hfiles")})
 
-        report = out / f"friends-{args.preset}.json"
-        secs, doc, _ = stage("friends --load", [BIN, "-q", "--namespace", ns, "--report", report, "friends",
-                                                "--input", clean / "follows", "--output", graph, "--date", DATE,
-                                                "--load", "--regions", args.regions],
-                             report)
-        f = doc["friends"]
-        if "friend_pairs" in truth_check:
-            truth_check["friends"] = f["mutual_pairs"] == truth_check.pop("friend_pairs")
-        rows.append({"stage": "friends --load", "seconds": secs, "records": f["edges_read"],
-                     "pairs": f["mutual_pairs"], "puts": doc.get("load", {}).get("rows"),
-                     "peak_rss_mb": doc.get("peak_rss_mb")})
+        if not args.no_friends:
+            report = out / f"friends-{args.preset}.json"
+            secs, doc, _ = stage("friends --load", [BIN, "-q", "--namespace", ns, "--report", report, "friends",
+                                                    "--input", clean / "follows", "--output", graph, "--date", DATE,
+                                                    "--load", "--regions", args.regions],
+                                 report)
+            f = doc["friends"]
+            if "friend_pairs" in truth_check:
+                truth_check["friends"] = f["mutual_pairs"] == truth_check.pop("friend_pairs")
+            rows.append({"stage": "friends --load", "seconds": secs, "records": f["edges_read"],
+                         "pairs": f["mutual_pairs"], "puts": doc.get("load", {}).get("rows"),
+                         "peak_rss_mb": doc.get("peak_rss_mb")})
     finally:
         if started_here:
             subprocess.run([BIN, "cluster", "down"], capture_output=True)

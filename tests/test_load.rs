@@ -344,13 +344,20 @@ pub fn assert_same_tables(reference: &str, victim: &str) {
 }
 
 /// 3,000 generated users' data, cleaned under `dir/clean`: enough units and batches for a
-/// load to be interrupted halfway.
+/// load to be interrupted halfway. `WEIBO_ETL_IT_PRESET=small` takes `gen --preset small`
+/// instead (100,000 users: for a release-build run by hand, docs/development.md).
 pub fn generated_clean(dir: &Path) -> std::path::PathBuf {
     let raw = dir.join("raw");
     let clean = dir.join("clean");
     let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
+    let size: &[&str] = match std::env::var("WEIBO_ETL_IT_PRESET").as_deref() {
+        Ok("small") => &["--preset", "small"],
+        _ => &["--users", "3000"],
+    };
     ok(run(bin()
-        .args(["-q", "gen", "--users", "3000", "--seed", "5", "--out"])
+        .args(["-q", "gen"])
+        .args(size)
+        .args(["--seed", "5", "--out"])
         .arg(&raw)));
     ok(run(bin()
         .args(["-q", "clean", "--input"])
