@@ -83,12 +83,7 @@ pub struct Inputs<'a> {
 /// read, so the peak is the users plus the larger of the follow ends and the posts with their
 /// reposts and comments (each kept once however many nights crawled it).
 pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Result<u32> {
-    let rows = |files: &[FileEntry]| -> Result<u64> {
-        files.iter().try_fold(0u64, |sum, f| {
-            let builder = partition::open_parquet(fs, f)?;
-            Ok(sum + builder.metadata().file_metadata().num_rows().max(0) as u64)
-        })
-    };
+    let rows = |files: &[FileEntry]| parquet_rows(fs, files);
     let bytes = peak_bytes(
         rows(inputs.users)?,
         rows(inputs.follows)?,
@@ -96,6 +91,17 @@ pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Res
         rows(inputs.comments)?,
     );
     Ok(bytes.div_ceil(budget.max(1)).clamp(1, 4096) as u32)
+}
+
+/// The rows of Parquet `files`, from their footers.
+pub(super) fn parquet_rows<'a>(
+    fs: &FileSystems,
+    files: impl IntoIterator<Item = &'a FileEntry>,
+) -> Result<u64> {
+    files.into_iter().try_fold(0u64, |sum, f| {
+        let builder = partition::open_parquet(fs, f)?;
+        Ok(sum + builder.metadata().file_metadata().num_rows().max(0) as u64)
+    })
 }
 
 /// The bytes one pass over everything would hold at its peak (see [`partitions_for`]).

@@ -1484,11 +1484,7 @@ fn choose_route(
     options: &LoadOptions,
     files: &BTreeMap<&str, Vec<FileEntry>>,
 ) -> Result<AutoChoice> {
-    let mut input_rows = 0u64;
-    for f in files.values().flatten() {
-        let builder = partition::open_parquet(fs, f)?;
-        input_rows += builder.metadata().file_metadata().num_rows().max(0) as u64;
-    }
+    let input_rows = counters::parquet_rows(fs, files.values().flatten())?;
     let base = staging_base(fs, root, options)?;
     let threshold = options.auto_threshold;
     let (chose, because) = if input_rows < threshold {

@@ -138,54 +138,59 @@ fn a_collector_spills_once_per_budget_of_cells() {
     );
 }
 
-#[test]
-fn a_spilled_run_cut_short_fails_the_merge() {
+/// Spills 50 puts of `value(i)` as one run, lets `damage` change the scratch file, and
+/// returns the file's name and the error of the merge that follows.
+fn merge_error_after(
+    budget: usize,
+    value: impl Fn(u32) -> Vec<u8>,
+    damage: impl Fn(&std::path::Path),
+) -> (String, String) {
     let b = boundaries();
     let spill = SpillDir::create(None, "bulk-test").unwrap();
     let out = tempfile::tempdir().unwrap();
     let fs = FileSystems::new("hdfs://127.0.0.1:9");
     let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
-    let mut c = Collector::new(0, &b, &spill, 1);
-    c.budget = 1;
+    let mut c = Collector::new(0, &b, &spill, budget);
+    c.budget = budget;
     for i in 0..50u32 {
-        let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", vec![b'x'; 300]);
+        let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", value(i));
         c.add(Table::User, 1, seq(i), &put).unwrap();
     }
     c.spill_run().unwrap();
     let name = c.file.as_ref().unwrap().name.clone();
-    let path = spill.path(&name);
-    let len = std::fs::metadata(&path).unwrap().len();
-    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    f.set_len(len / 2).unwrap();
+    damage(&spill.path(&name));
     let err = c
         .write_hfiles(&fs, &staging, &WriterOptions::default())
         .unwrap_err();
-    assert!(err.to_string().contains(&name), "{err}");
+    (name, err.to_string())
+}
+
+#[test]
+fn a_spilled_run_cut_short_fails_the_merge() {
+    let (name, err) = merge_error_after(
+        1,
+        |_| vec![b'x'; 300],
+        |path| {
+            let len = std::fs::metadata(path).unwrap().len();
+            let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            f.set_len(len / 2).unwrap();
+        },
+    );
+    assert!(err.contains(&name), "{err}");
 }
 
 #[test]
 fn a_spilled_block_changed_on_disk_fails_the_merge() {
-    let b = boundaries();
-    let spill = SpillDir::create(None, "bulk-test").unwrap();
-    let out = tempfile::tempdir().unwrap();
-    let fs = FileSystems::new("hdfs://127.0.0.1:9");
-    let staging = fs.parse(out.path().to_str().unwrap()).unwrap();
-    let mut c = Collector::new(0, &b, &spill, 1);
-    for i in 0..50u32 {
-        let put = Put::new(i.to_be_bytes().to_vec()).cell("info:n", format!("value {i}"));
-        c.add(Table::User, 1, seq(i), &put).unwrap();
-    }
-    c.spill_run().unwrap();
-    let name = c.file.as_ref().unwrap().name.clone();
-    let path = spill.path(&name);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0x55;
-    std::fs::write(&path, bytes).unwrap();
-    let err = c
-        .write_hfiles(&fs, &staging, &WriterOptions::default())
-        .unwrap_err()
-        .to_string();
+    let (name, err) = merge_error_after(
+        1 << 20,
+        |i| format!("value {i}").into_bytes(),
+        |path| {
+            let mut bytes = std::fs::read(path).unwrap();
+            let last = bytes.len() - 1;
+            bytes[last] ^= 0x55;
+            std::fs::write(path, bytes).unwrap();
+        },
+    );
     assert!(err.contains(&name) && err.contains("checksum"), "{err}");
 }
 
