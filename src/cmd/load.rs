@@ -1,4 +1,4 @@
-//! `weibo-etl load`: cleaned Parquet → pre-split HBase tables through Thrift.
+//! `weibo-etl load`: cleaned Parquet → pre-split HBase tables, through Thrift or as HFiles.
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
