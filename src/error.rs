@@ -23,6 +23,8 @@ pub mod exit_code {
     pub const HBASE_UNREACHABLE: i32 = 5;
     /// Another run of the same job and namespace holds its lock (or left a stale one).
     pub const LOCKED: i32 = 6;
+    /// A lookup (`query name`, `query rank`) found nothing for what it was asked.
+    pub const NOT_FOUND: i32 = 7;
 }
 
 /// Errors raised by the library. Constructed with enough context to be printed as a
@@ -80,6 +82,10 @@ pub enum Error {
     #[error("{lock} is held: {reason}")]
     Locked { lock: String, reason: String },
 
+    /// A lookup found nothing: `what` names what was looked for, and where.
+    #[error("not found: {0}")]
+    NotFound(String),
+
     /// A stage of `run` (a child process) failed; the run ends with the stage's exit code.
     #[error("stage {stage} of {date} failed with exit code {code}")]
     Stage {
@@ -98,6 +104,7 @@ impl Error {
             Error::InvalidLocation { .. } | Error::Usage(_) => exit_code::USAGE,
             Error::RejectBudget(_) => exit_code::REJECT_BUDGET,
             Error::Locked { .. } => exit_code::LOCKED,
+            Error::NotFound(_) => exit_code::NOT_FOUND,
             Error::Stage { code, .. } => *code,
             _ => exit_code::FAILURE,
         }

@@ -36,6 +36,12 @@ pub fn text(bytes: &[u8]) -> u64 {
     splitmix64(h)
 }
 
+/// The bucket of id `id` among `buckets`: how the load's counters, rank and cascades cut
+/// users and roots into partitions.
+pub const fn id_bucket(id: i64, buckets: u32) -> u32 {
+    bucket(splitmix64(id as u64), buckets as u64) as u32
+}
+
 /// The bucket of `hash` among `buckets` (at least one).
 pub const fn bucket(hash: u64, buckets: u64) -> u64 {
     hash % if buckets == 0 { 1 } else { buckets }

@@ -129,7 +129,7 @@ fn a_symlinked_folder_a_brace_glob_and_hdfs_give_the_same_output() {
 
     let braces = dir.path().join("braces");
     clean(
-        &format!("{sample}/{{canonical,crawlers,dirty}}"),
+        &format!("{sample}/{{canonical,crawlers,dirty,cascades}}"),
         &braces.to_string_lossy(),
     );
     assert!(
@@ -142,7 +142,10 @@ fn a_symlinked_folder_a_brace_glob_and_hdfs_give_the_same_output() {
     let out = run(bin().args(["fs", "put"]).arg(sample_dir()).arg(&raw));
     assert!(out.status.success(), "{}", stderr(&out));
     let hdfs_out = format!("{root}/clean");
-    clean(&format!("{raw}/{{canonical,crawlers,dirty}}"), &hdfs_out);
+    clean(
+        &format!("{raw}/{{canonical,crawlers,dirty,cascades}}"),
+        &hdfs_out,
+    );
     let hdfs_prefix = format!("{}{}", cluster::HDFS, raw.trim_start_matches("hdfs://"));
     assert!(
         normal(hdfs_tree(&fs, &hdfs_out), &hdfs_prefix) == expected,

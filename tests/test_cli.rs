@@ -7,6 +7,7 @@ use crate::harness::{assert_golden, bin, run, stderr};
 fn help_matches_golden() {
     for (args, golden) in [
         (vec!["--help"], "help.txt"),
+        (vec!["cascades", "--help"], "help-cascades.txt"),
         (vec!["clean", "--help"], "help-clean.txt"),
         (vec!["cluster", "--help"], "help-cluster.txt"),
         (vec!["friends", "--help"], "help-friends.txt"),
@@ -14,6 +15,8 @@ fn help_matches_golden() {
         (vec!["gen", "--help"], "help-gen.txt"),
         (vec!["load", "--help"], "help-load.txt"),
         (vec!["query", "--help"], "help-query.txt"),
+        (vec!["rank", "--help"], "help-rank.txt"),
+        (vec!["query", "rank", "--help"], "help-query-rank.txt"),
         (vec!["verify", "--help"], "help-verify.txt"),
         (vec!["tables", "--help"], "help-tables.txt"),
         (vec!["demo", "--help"], "help-demo.txt"),

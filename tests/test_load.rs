@@ -235,7 +235,7 @@ fn sample_round_trip_counts_queries_happybase_and_rerun() {
             .arg(report)
             .args(["verify", "--input"])
             .arg(&clean)
-            .args(["--date", DATE, "--sample", "50"]))
+            .args(["--date", DATE, "--sample", "100"]))
     };
     let vr = dir.path().join("verify.json");
     let out = verify(&vr);
@@ -538,6 +538,37 @@ fn friends_load_writes_friend_rows_counts_and_mutual_flags() {
         &weibo_etl::load::layout::keys::fans_key(1195230310, 5872301234),
     );
     assert_eq!(fan.get("r:mutual"), Some(&b"1"[..]));
+
+    // The lookups that read them: friends by uid, a user by screen name.
+    let query = |args: &[&str]| run(bin().args(["--namespace", &ns, "query"]).args(args));
+    let json = |out: &std::process::Output| -> Value {
+        assert!(out.status.success(), "{}", stderr(out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let friends = json(&query(&["friends", "1195230310"]));
+    let mut listed: Vec<i64> = friends["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, vec![1669879400, 5872301234]);
+    assert_eq!(
+        json(&query(&["friends", "6012345678"]))["result"],
+        serde_json::json!([])
+    );
+    let found = json(&query(&["name", "何炅"]));
+    assert_eq!(found["result"]["uid"], 1195230310);
+    assert_eq!(found["result"]["user"]["cells"]["info:screen_name"], "何炅");
+    assert_eq!(found["calls"].as_array().unwrap().len(), 2);
+    let missing = query(&["name", "没有这个人"]);
+    assert_eq!(missing.status.code(), Some(7), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("not found: no user named \"没有这个人\""),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 /// Three nights of raw crawls, as canonical CSV: each night's files under `raw/dt=<night>/`,

@@ -53,11 +53,11 @@ fn dry_run_prints_every_stage_command_and_touches_nothing() {
     );
     assert!(
         line.trim_end()
-            .ends_with("s; clean planned, load planned, friends planned"),
+            .ends_with("s; clean planned, load planned, friends planned, rank planned"),
         "{line}"
     );
     let plan = stderr(&out);
-    for stage in ["clean", "load", "friends"] {
+    for stage in ["clean", "load", "friends", "rank"] {
         assert!(
             plan.contains(&format!("2026-11-29: {stage} would run: weibo-etl")),
             "{plan}"
@@ -290,7 +290,8 @@ mod on_the_cluster {
     /// Row count and cell digest of every table a night writes, read with default versions.
     fn all_tables(conn: &mut Connection, ns: &str) -> Vec<(String, (u64, String))> {
         cluster::every_table()
-            .iter()
+            .into_iter()
+            .chain(["rank"])
             .map(|t| (t.to_string(), table_digest(conn, &format!("{ns}:{t}"))))
             .collect()
     }
@@ -393,7 +394,7 @@ mod on_the_cluster {
             .unwrap();
         let run_report: Value = serde_json::from_slice(&run_report).unwrap();
         assert_eq!(run_report["ok"], true);
-        assert_eq!(run_report["stages"].as_array().unwrap().len(), 3);
+        assert_eq!(run_report["stages"].as_array().unwrap().len(), 4);
 
         // Night 1 again after night 3, forced through every stage: nothing a reader sees moves.
         let tables = all_tables(&mut conn(), &ns);
@@ -410,7 +411,7 @@ mod on_the_cluster {
         );
         // Unforced, every stage is committed and skipped.
         let out = ok(run(&mut run_cmd(&root, &raw, &ns, &["--date", NIGHTS[2]])));
-        assert!(stdout(&out).contains("clean skipped, load skipped, friends skipped"));
+        assert!(stdout(&out).contains("clean skipped, load skipped, friends skipped, rank skipped"));
 
         // A run killed in its load stage: the next one (breaking the stale lock) finishes with the
         // same tables as the uninterrupted run.
@@ -530,10 +531,12 @@ mod on_the_cluster {
             )));
             if night == NIGHTS[1] {
                 let line = stdout(&out);
-                assert!(
-                    line.contains(&format!("friends of {}", NIGHTS[2])),
-                    "{line}"
-                );
+                for stage in ["friends", "rank"] {
+                    assert!(
+                        line.contains(&format!("{stage} of {}", NIGHTS[2])),
+                        "{line}"
+                    );
+                }
             }
         }
         let t = truth(&fs, &raw, NIGHTS[2]);

@@ -6,10 +6,12 @@
 
 mod harness;
 
+mod test_cascades;
 mod test_clean;
 mod test_cli;
 mod test_friends;
 mod test_pipeline;
+mod test_rank;
 mod test_run;
 
 #[cfg(feature = "integration")]

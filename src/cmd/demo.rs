@@ -1,7 +1,7 @@
 //! `weibo-etl demo`: the whole pipeline on the local cluster and `sample_data/`, end to end.
 //!
 //! It starts the cluster, puts the raw sample into HDFS the way the nightly crawl lands, runs
-//! the nightly job (`jobs/nightly.toml`: clean, load, friends) on it as cron would, and
+//! the nightly job (`jobs/nightly.toml`: clean, load, friends, rank) on it as cron would, and
 //! queries the result. Each stage that lands in the job file shows up here.
 
 use std::path::PathBuf;
@@ -170,6 +170,16 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
                 "      friends: {} follow edges, {} mutual pairs, under {}/friends/dt={}",
                 r["friends"]["edges_read"], r["friends"]["mutual_pairs"], args.graph, args.date
             ),
+            "rank" => {
+                for entry in r["rank"]["users_ranked"].as_array().into_iter().flatten() {
+                    println!(
+                        "      rank  {:<18} {:>4} users ranked",
+                        entry[0].as_str().unwrap_or_default(),
+                        entry[1]
+                    );
+                }
+                println!("      boards under {}/rank/dt={}", args.graph, args.date);
+            }
             _ => {}
         }
     }
@@ -202,8 +212,29 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
             number(cell::FRIENDS)
         );
     }
+    let t = std::time::Instant::now();
+    let board = conn.scan_prefix(
+        &Table::Rank.in_namespace(ns),
+        keys::rank_prefix("followers", &args.date).as_bytes(),
+        3,
+    )?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let leaders: Vec<String> = board
+        .iter()
+        .filter_map(|r| {
+            let id = r.get(cell::RANK_ID)?;
+            let value = r.get(cell::RANK_VALUE)?;
+            let n = |v: &[u8]| i64::from_be_bytes(v.try_into().unwrap_or([0; 8]));
+            Some(format!("{} ({})", n(id), n(value)))
+        })
+        .collect();
     println!(
-        "done: raw {raw} -> clean {} -> HBase '{ns}' + friends {}",
+        "      most followed on {}: {} ({ms:.1} ms)",
+        args.date,
+        leaders.join(", ")
+    );
+    println!(
+        "done: raw {raw} -> clean {} -> HBase '{ns}' + friends and boards {}",
         args.clean, args.graph
     );
 

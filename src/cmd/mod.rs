@@ -1,6 +1,7 @@
 //! The subcommands, one file each, and what they share: global options and the [`Context`]
 //! built from them.
 
+pub mod cascades;
 pub mod clean;
 pub mod cluster;
 pub mod demo;
@@ -9,6 +10,7 @@ pub mod fs;
 pub mod gen;
 pub mod load;
 pub mod query;
+pub mod rank;
 pub mod run;
 pub mod tables;
 pub mod verify;
@@ -28,6 +30,7 @@ Exit codes (for cron):
   4  HDFS unreachable (the message names the NameNode URL)
   5  HBase Thrift gateway unreachable (the message names HOST:PORT)
   6  locked: another `run` of the job and namespace holds its lock (or left it stale)
+  7  not found: `query name` or `query rank` found nothing for what it was asked
   `run` ends with the exit code of the stage that failed.
 
 Examples:
@@ -105,6 +108,7 @@ pub struct Global {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    Cascades(cascades::Args),
     Clean(clean::Args),
     Cluster(cluster::Args),
     Demo(demo::Args),
@@ -113,6 +117,7 @@ pub enum Command {
     Gen(gen::Args),
     Load(load::Args),
     Query(query::Args),
+    Rank(rank::Args),
     Run(run::Args),
     Tables(tables::Args),
     Verify(verify::Args),
@@ -231,6 +236,7 @@ pub fn init_logging(global: &Global) {
 pub fn run(cli: Cli) -> Result<()> {
     let ctx = Context::new(cli.global);
     match cli.command {
+        Command::Cascades(args) => cascades::run(&ctx, args),
         Command::Clean(args) => clean::run(&ctx, args),
         Command::Cluster(args) => cluster::run(&ctx, args),
         Command::Demo(args) => demo::run(&ctx, args),
@@ -239,6 +245,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Gen(args) => gen::run(&ctx, args),
         Command::Load(args) => load::run(&ctx, args),
         Command::Query(args) => query::run(&ctx, args),
+        Command::Rank(args) => rank::run(&ctx, args),
         Command::Run(args) => run::run(&ctx, args),
         Command::Tables(args) => tables::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),

@@ -4,6 +4,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 use serde_json::{json, Map, Value};
+use weibo_etl::error::Error;
+use weibo_etl::graph::rank::Metric;
 use weibo_etl::hbase::{Connection, Row};
 use weibo_etl::load::layout::{self, cell, keys, Kind, Table};
 
@@ -15,7 +17,12 @@ Examples:
   weibo-etl query followees 5872301234
   weibo-etl query fans 1669879400
   weibo-etl query timeline 1669879400 --limit 20
-  weibo-etl query post 4973000000000001";
+  weibo-etl query post 4973000000000001
+  weibo-etl query friends 1669879400
+  weibo-etl query name 何炅
+  weibo-etl query rank followers --date 2026-11-29 --limit 10
+
+`query name` and `query rank` exit with 7 when they find nothing.";
 
 /// Read users, relations, timelines and posts back from HBase; prints JSON and the latency
 /// of each Thrift call.
@@ -50,6 +57,24 @@ enum What {
     },
     /// A post by id
     Post { mid: i64 },
+    /// A user's friends (mutual follows), from the friend table
+    Friends {
+        uid: i64,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// A user by screen name, through the user_by_name index
+    Name { screen_name: String },
+    /// A day's leaderboard of a metric, from the rank table
+    Rank {
+        /// The board to read
+        metric: Metric,
+        /// The day [default: the newest day loaded for the metric]
+        #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
+        date: Option<chrono::NaiveDate>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
 }
 
 /// A row as JSON: numbers decoded, text as text, anything else as hex.
@@ -74,6 +99,11 @@ pub fn row_json(row: &Row) -> Value {
     })
 }
 
+/// An 8-byte big-endian number cell.
+fn number(v: &[u8]) -> Option<i64> {
+    Some(i64::from_be_bytes(v.try_into().ok()?))
+}
+
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let ns = &ctx.global.namespace;
     let mut conn = Connection::connect(&ctx.global.hbase, ctx.timeouts)?;
@@ -91,11 +121,13 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             Ok(c.get(&Table::User.in_namespace(ns), &keys::user_key(uid))?
                 .map_or(Value::Null, |r| row_json(&r)))
         })?,
-        What::Followees { uid, limit } | What::Fans { uid, limit } => {
-            let table = if matches!(args.what, What::Followees { .. }) {
-                Table::Follow
-            } else {
-                Table::Fans
+        What::Followees { uid, limit }
+        | What::Fans { uid, limit }
+        | What::Friends { uid, limit } => {
+            let table = match args.what {
+                What::Followees { .. } => Table::Follow,
+                What::Fans { .. } => Table::Fans,
+                _ => Table::Friend,
             };
             timed(&format!("scan {}", table.name()), &mut |c| {
                 let rows = c.scan_prefix(&table.in_namespace(ns), &keys::user_key(uid), limit)?;
@@ -135,6 +167,83 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                         .map_or(Value::Null, |r| row_json(&r)))
                 })?,
             }
+        }
+        What::Name { ref screen_name } => {
+            let row = timed("getRow user_by_name", &mut |c| {
+                Ok(c.get(
+                    &Table::UserByName.in_namespace(ns),
+                    &keys::user_by_name_key(screen_name),
+                )?
+                .and_then(|r| r.get(cell::UID).and_then(number))
+                .map_or(Value::Null, |uid| json!(uid)))
+            })?;
+            let Some(uid) = row.as_i64() else {
+                return Err(Error::NotFound(format!(
+                    "no user named {screen_name:?} in {}",
+                    Table::UserByName.in_namespace(ns)
+                ))
+                .into());
+            };
+            let user = timed("getRow user", &mut |c| {
+                Ok(c.get(&Table::User.in_namespace(ns), &keys::user_key(uid))?
+                    .map_or(Value::Null, |r| row_json(&r)))
+            })?;
+            json!({"uid": uid, "user": user})
+        }
+        What::Rank {
+            metric,
+            date,
+            limit,
+        } => {
+            let table = Table::Rank.in_namespace(ns);
+            let date = match date {
+                Some(d) => d.format("%Y-%m-%d").to_string(),
+                None => {
+                    let prefix = keys::rank_prefix(metric.name(), "");
+                    let last = timed("reversed scan rank", &mut |c| {
+                        Ok(c.last_with_prefix(&table, prefix.as_bytes())?
+                            .and_then(|r| keys::rank_key_parts(&r.key))
+                            .map_or(Value::Null, |(d, _)| json!(d)))
+                    })?;
+                    match last.as_str() {
+                        Some(d) => d.to_string(),
+                        None => {
+                            return Err(
+                                Error::NotFound(format!("no {metric} board in {table}")).into()
+                            )
+                        }
+                    }
+                }
+            };
+            let prefix = keys::rank_prefix(metric.name(), &date);
+            let board = timed("scan rank", &mut |c| {
+                let rows = c.scan_prefix(&table, prefix.as_bytes(), limit)?;
+                // A board is as long as its own r:of: rows past it are left from a longer
+                // board of an earlier run of the day.
+                let of = rows
+                    .first()
+                    .and_then(|r| r.get(cell::RANK_OF).and_then(number))
+                    .unwrap_or(0);
+                Ok(json!(rows
+                    .iter()
+                    .filter_map(|r| {
+                        let (_, rank) = keys::rank_key_parts(&r.key)?;
+                        (i64::from(rank) <= of).then(|| {
+                            json!({
+                                "rank": rank,
+                                "id": r.get(cell::RANK_ID).and_then(number),
+                                "value": r.get(cell::RANK_VALUE).and_then(number),
+                            })
+                        })
+                    })
+                    .collect::<Vec<_>>()))
+            })?;
+            if board.as_array().is_none_or(Vec::is_empty) {
+                return Err(
+                    Error::NotFound(format!("no {metric} board of {date} in {table}")).into(),
+                );
+            }
+            json!({"metric": metric.name(), "date": date, "board": board})
         }
     };
     println!(

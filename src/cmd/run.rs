@@ -26,7 +26,7 @@ const EXAMPLES: &str = "\
 Examples:
   weibo-etl run jobs/nightly.toml                         # yesterday (Asia/Shanghai)
   weibo-etl run jobs/nightly.toml --date 2026-11-29       # rerun one night: committed stages skip
-  weibo-etl run jobs/nightly.toml --date 2026-11-29 --from load    # load and friends again
+  weibo-etl run jobs/nightly.toml --date 2026-11-29 --from load    # load, friends and rank again
   weibo-etl run jobs/nightly.toml --date-range 2026-11-01..2026-11-30   # backfill a month
   weibo-etl run jobs/nightly.toml --set root=/data/weibo --set namespace=test --dry-run
 
@@ -39,9 +39,9 @@ committed stage is skipped unless --force or --from says otherwise, and once a s
 the later ones run too. stdout gets one summary line per date; the exit code is the failing
 stage's (see weibo-etl --help), 6 when the lock is held.";
 
-/// Run the nightly pipeline of a job file (clean -> load -> friends) for a date or a range of
-/// dates: each stage as a child process, committed stages skipped, one lock per job and
-/// namespace.
+/// Run the nightly pipeline of a job file (clean -> load -> friends -> rank) for a date or a
+/// range of dates: each stage as a child process, committed stages skipped, one lock per job
+/// and namespace.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -314,32 +314,47 @@ fn stages(
         launch(ctx, &stage.name, date, command, &report_at, outcomes)?;
         ran = true;
     }
-    // An older night that changed the history: the newest night's friends fold it in.
-    let friends = job.stages.iter().find(|s| s.name == "friends");
-    if let (true, false, Some(friends)) = (ran, args.dry_run, friends) {
-        if let Some(newest) = newest_committed(ctx, job, friends, date)? {
-            log::info!("{date}: friends of {newest} again, over the history as it is now");
+    // An older night that changed the history: the newest night's friends and boards fold
+    // it in (each reads every night up to its own).
+    if !ran || args.dry_run {
+        return Ok(());
+    }
+    for stage in job
+        .stages
+        .iter()
+        .filter(|s| s.name == "friends" || s.name == "rank")
+    {
+        let Some(newest) = newest_committed(ctx, job, stage, date)? else {
+            continue;
+        };
+        log::info!(
+            "{date}: {} of {newest} again, over the history as it is now",
+            stage.name
+        );
+        let follows: Vec<String> = if stage.name == "friends" {
             let clean = ctx.fs.parse(&job.place("clean", &newest))?;
-            let follows: Vec<String> = follows_upto(&ctx.fs, &clean, &newest)?
+            follows_upto(&ctx.fs, &clean, &newest)?
                 .iter()
                 .map(|l| l.to_string())
-                .collect();
-            let report_at = ctx
-                .fs
-                .parse(&job.date_dir(&newest))?
-                .join(&format!("{}.json", friends.name));
-            ctx.fs.delete(&report_at)?;
-            let mut command = global_args(ctx, job, &report_at);
-            command.extend(job.stage_args(friends, &newest, &follows));
-            launch(
-                ctx,
-                &format!("friends of {newest}"),
-                &newest,
-                command,
-                &report_at,
-                outcomes,
-            )?;
-        }
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let report_at = ctx
+            .fs
+            .parse(&job.date_dir(&newest))?
+            .join(&format!("{}.json", stage.name));
+        ctx.fs.delete(&report_at)?;
+        let mut command = global_args(ctx, job, &report_at);
+        command.extend(job.stage_args(stage, &newest, &follows));
+        launch(
+            ctx,
+            &format!("{} of {newest}", stage.name),
+            &newest,
+            command,
+            &report_at,
+            outcomes,
+        )?;
     }
     Ok(())
 }
@@ -401,7 +416,7 @@ fn committed_report(
     }
     let place = match stage.name.as_str() {
         "clean" => job.place("clean", date),
-        "friends" => job.place("graph", date),
+        "friends" | "rank" => job.place("graph", date),
         _ => job.place("root", date),
     };
     let place = ctx.fs.parse(&place)?;
@@ -574,6 +589,12 @@ fn figure(stage: &str, report: &Value) -> String {
             n(&report["load"]["users_changed"])
         ),
         "friends" => format!(" ({} pairs)", n(&report["friends"]["mutual_pairs"])),
+        "rank" => format!(
+            " ({} boards)",
+            report["rank"]["users_ranked"]
+                .as_array()
+                .map_or(0, Vec::len)
+        ),
         _ => String::new(),
     }
 }

@@ -333,6 +333,52 @@ pub fn committed_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry
         .collect())
 }
 
+/// An entity's committed nights up to `upto` (inclusive), oldest first, each with its date
+/// and part files: "every night so far", as the jobs that read the history see it. Folders
+/// whose name is not a date are not nights; a night with no committed part is left out.
+pub fn history_nights(
+    fs: &FileSystems,
+    root: &Location,
+    entity: &str,
+    upto: &str,
+) -> Result<Vec<(String, Vec<FileEntry>)>> {
+    let mut nights = Vec::new();
+    for (date, dir) in dated_folders(fs, &root.join(entity))? {
+        let is_date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").is_ok();
+        if is_date && date.as_str() <= upto {
+            let files = committed_parts(fs, &dir)?;
+            if !files.is_empty() {
+                nights.push((date, files));
+            }
+        }
+    }
+    Ok(nights)
+}
+
+/// The part files of [`history_nights`], oldest night first.
+pub fn history(
+    fs: &FileSystems,
+    root: &Location,
+    entity: &str,
+    upto: &str,
+) -> Result<Vec<FileEntry>> {
+    Ok(history_nights(fs, root, entity, upto)?
+        .into_iter()
+        .flat_map(|(_, files)| files)
+        .collect())
+}
+
+/// The rows of Parquet `files`, from their footers.
+pub fn parquet_rows<'a>(
+    fs: &FileSystems,
+    files: impl IntoIterator<Item = &'a FileEntry>,
+) -> Result<u64> {
+    files.into_iter().try_fold(0u64, |sum, f| {
+        let builder = open_parquet(fs, f)?;
+        Ok(sum + builder.metadata().file_metadata().num_rows().max(0) as u64)
+    })
+}
+
 /// A Parquet file on HDFS or local disk, read by position.
 #[derive(Clone)]
 pub struct ParquetFile {

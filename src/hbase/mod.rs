@@ -19,7 +19,9 @@ use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use hbase_thrift::hbase::{BatchMutation, HbaseSyncClient, Mutation, THbaseSyncClient, TRowResult};
+use hbase_thrift::hbase::{
+    BatchMutation, HbaseSyncClient, Mutation, THbaseSyncClient, TRowResult, TScan,
+};
 use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
 use thrift::transport::{
     ReadHalf, TBufferedReadTransport, TBufferedWriteTransport, TIoChannel, TTcpChannel, WriteHalf,
@@ -347,6 +349,41 @@ impl Connection {
         let closed = self.client.scanner_close(id);
         result?;
         closed.map_err(self.err("scannerClose", table))
+    }
+
+    /// The last row (in key order) whose key starts with `prefix`, by a reversed scan: the
+    /// newest day of a table keyed by day, without reading the days before it.
+    pub fn last_with_prefix(&mut self, table: &str, prefix: &[u8]) -> Result<Option<Row>> {
+        // A reversed scan starts at its start row and runs down to its stop row (excluded):
+        // the prefix followed by 0xff bytes is past every key our tables put under it.
+        let mut start = prefix.to_vec();
+        start.extend_from_slice(&[0xff; 16]);
+        // Every field spelt out: the crate's `TScan::default()` sets them all (an empty filter
+        // string, timestamp 0), and the gateway rejects or obeys each one that is set.
+        let scan = TScan {
+            start_row: Some(start),
+            stop_row: Some(prefix.to_vec()),
+            timestamp: None,
+            columns: None,
+            caching: Some(1),
+            filter_string: None,
+            batch_size: None,
+            sort_columns: None,
+            reversed: Some(true),
+            cache_blocks: None,
+        };
+        let id = self
+            .client
+            .scanner_open_with_scan(table.as_bytes().to_vec(), scan, BTreeMap::new())
+            .map_err(self.err("scannerOpenWithScan", table))?;
+        let got = self.client.scanner_get_list(id, 1);
+        let closed = self.client.scanner_close(id);
+        let got = got.map_err(self.err("scannerGetList", table))?;
+        closed.map_err(self.err("scannerClose", table))?;
+        Ok(got
+            .into_iter()
+            .map(row_from_thrift)
+            .find(|r| r.key.starts_with(prefix)))
     }
 
     /// Counts rows (and cells) of a table by a full scan.

@@ -22,12 +22,12 @@
 //! the one read last (newest night, then file order); the hashes are fixed functions of the
 //! ids, so a resumed run cuts the same partitions.
 
-use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
-use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use arrow::array::{Array, AsArray};
 use rustc_hash::FxHashMap;
 
+use crate::dataset::columns::{ids, opt, opt_ids, times};
 use crate::dataset::partition;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems};
 
 /// Bytes a user costs in a pass: its counters' map entry and its name's, with the tables'
@@ -83,7 +83,7 @@ pub struct Inputs<'a> {
 /// read, so the peak is the users plus the larger of the follow ends and the posts with their
 /// reposts and comments (each kept once however many nights crawled it).
 pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Result<u32> {
-    let rows = |files: &[FileEntry]| parquet_rows(fs, files);
+    let rows = |files: &[FileEntry]| partition::parquet_rows(fs, files);
     let bytes = peak_bytes(
         rows(inputs.users)?,
         rows(inputs.follows)?,
@@ -91,17 +91,6 @@ pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Res
         rows(inputs.comments)?,
     );
     Ok(bytes.div_ceil(budget.max(1)).clamp(1, 4096) as u32)
-}
-
-/// The rows of Parquet `files`, from their footers.
-pub(super) fn parquet_rows<'a>(
-    fs: &FileSystems,
-    files: impl IntoIterator<Item = &'a FileEntry>,
-) -> Result<u64> {
-    files.into_iter().try_fold(0u64, |sum, f| {
-        let builder = partition::open_parquet(fs, f)?;
-        Ok(sum + builder.metadata().file_metadata().num_rows().max(0) as u64)
-    })
 }
 
 /// The bytes one pass over everything would hold at its peak (see [`partitions_for`]).
@@ -115,66 +104,9 @@ fn peak_bytes(users: u64, follows: u64, posts: u64, comments: u64) -> u64 {
         .saturating_add(ends.max(posts))
 }
 
-/// A column a counter needs, or a [`Error::BadInput`] naming the file and the column (a part
-/// written by another tool may lack it).
-fn need<'a, T: 'a>(
-    file: &FileEntry,
-    column: &str,
-    found: Option<&'a T>,
-    kind: &str,
-) -> Result<&'a T> {
-    found.ok_or_else(|| Error::BadInput {
-        path: file.location.to_string(),
-        line: 0,
-        reason: format!("column {column:?} is missing or not {kind}"),
-    })
-}
-
-/// A required `Int64` column, without nulls (a null id would read as 0).
-pub(super) fn ids<'a>(
-    file: &FileEntry,
-    b: &'a RecordBatch,
-    column: &str,
-) -> Result<&'a Int64Array> {
-    let found = b
-        .column_by_name(column)
-        .and_then(|c| c.as_primitive_opt::<Int64Type>());
-    let ids = need(file, column, found, "int64")?;
-    if ids.null_count() > 0 {
-        return Err(Error::BadInput {
-            path: file.location.to_string(),
-            line: 0,
-            reason: format!("column {column:?} has {} null ids", ids.null_count()),
-        });
-    }
-    Ok(ids)
-}
-
-/// A required millisecond timestamp column.
-pub(super) fn times<'a>(
-    file: &FileEntry,
-    b: &'a RecordBatch,
-    column: &str,
-) -> Result<&'a TimestampMillisecondArray> {
-    let found = b
-        .column_by_name(column)
-        .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>());
-    need(file, column, found, "a millisecond timestamp")
-}
-
-/// An optional `Int64` column: absent or null reads as `None`.
-fn opt_ids<'a>(b: &'a RecordBatch, column: &str) -> Option<&'a Int64Array> {
-    b.column_by_name(column)
-        .and_then(|c| c.as_primitive_opt::<Int64Type>())
-}
-
-fn opt(a: Option<&Int64Array>, i: usize) -> Option<i64> {
-    a.filter(|a| !a.is_null(i)).map(|a| a.value(i))
-}
-
 /// The partition of a uid (and of the posts of that author).
 pub fn uid_partition(uid: i64, n: u32) -> u32 {
-    crate::hash::bucket(crate::hash::splitmix64(uid as u64), n as u64) as u32
+    crate::hash::id_bucket(uid, n)
 }
 
 /// The partition of a post whose author is unknown.
@@ -396,13 +328,15 @@ fn received(
         users.entry(author).or_default()[slot + 1] += 1;
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use std::collections::{BTreeMap, BTreeSet};
     use std::sync::Arc;
 
-    use arrow::array::{ArrayRef, Int64Array, StringArray, TimestampMillisecondArray};
+    use arrow::array::{ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
     use arrow::datatypes::{Field, Schema};
     use rand::{Rng, SeedableRng};
 

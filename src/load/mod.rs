@@ -29,10 +29,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use arrow::datatypes::TimestampMillisecondType;
 use serde::Serialize;
 
-use crate::dataset::partition;
+use crate::dataset::{columns, partition};
 use crate::error::{Error, Result};
 use crate::hbase::admin::{Admin, Compression};
 use crate::hbase::{Connection, Put, Timeouts};
@@ -585,11 +585,6 @@ impl Router {
     }
 }
 
-fn i64_col<'a>(b: &'a RecordBatch, name: &str) -> Option<&'a arrow::array::Int64Array> {
-    b.column_by_name(name)
-        .and_then(|c| c.as_primitive_opt::<Int64Type>())
-}
-
 fn ts_col<'a>(
     b: &'a RecordBatch,
     name: &str,
@@ -627,10 +622,6 @@ fn bool_val(b: &RecordBatch, name: &str, i: usize) -> Option<bool> {
     (!c.is_null(i)).then(|| c.value(i))
 }
 
-fn opt(a: Option<&arrow::array::Int64Array>, i: usize) -> Option<i64> {
-    a.filter(|a| !a.is_null(i)).map(|a| a.value(i))
-}
-
 fn partition_files(
     fs: &FileSystems,
     root: &Location,
@@ -658,7 +649,7 @@ fn user_profile_put(b: &RecordBatch, i: usize, uid: i64) -> Put {
     if let Some(v) = bool_val(b, "verified", i) {
         p = p.cell(cell::VERIFIED, if v { "1" } else { "0" });
     }
-    if let Some(v) = opt(i64_col(b, "verified_type"), i) {
+    if let Some(v) = columns::opt(columns::opt_ids(b, "verified_type"), i) {
         p = p.cell(cell::VERIFIED_TYPE, be(v));
     }
     if let Some(v) = ts_col(b, "created_at").filter(|a| !a.is_null(i)) {
@@ -669,7 +660,7 @@ fn user_profile_put(b: &RecordBatch, i: usize, uid: i64) -> Put {
         ("follow_count", cell::REPORTED_FOLLOWING),
         ("statuses_count", cell::REPORTED_POSTS),
     ] {
-        if let Some(v) = opt(i64_col(b, col), i) {
+        if let Some(v) = columns::opt(columns::opt_ids(b, col), i) {
             p = p.cell(q, be(v));
         }
     }
@@ -723,7 +714,7 @@ fn post_info_put(b: &RecordBatch, i: usize, key: Vec<u8>, at: i64) -> Put {
             p = p.cell(q, items.join(","));
         }
     }
-    if let Some(r) = opt(i64_col(b, "retweet_mid"), i) {
+    if let Some(r) = columns::opt(columns::opt_ids(b, "retweet_mid"), i) {
         p = p.cell(cell::RETWEET_MID, be(r));
     }
     for (col, q) in [
@@ -731,7 +722,7 @@ fn post_info_put(b: &RecordBatch, i: usize, key: Vec<u8>, at: i64) -> Put {
         ("comments_count", cell::REPORTED_COMMENTS),
         ("attitudes_count", cell::REPORTED_ATTITUDES),
     ] {
-        if let Some(v) = opt(i64_col(b, col), i) {
+        if let Some(v) = columns::opt(columns::opt_ids(b, col), i) {
             p = p.cell(q, be(v));
         }
     }
@@ -930,23 +921,6 @@ fn with_writers(
     outcome
 }
 
-/// The part files of an entity's committed nights up to `upto` (inclusive), oldest night
-/// first.
-fn history_files(
-    fs: &FileSystems,
-    root: &Location,
-    entity: &str,
-    upto: &str,
-) -> Result<Vec<FileEntry>> {
-    let mut files = Vec::new();
-    for (date, dir) in partition::dated_folders(fs, &root.join(entity))? {
-        if date.as_str() <= upto && cell_timestamp(&date).is_ok() {
-            files.extend(partition::committed_parts(fs, &dir)?);
-        }
-    }
-    Ok(files)
-}
-
 /// Runs the load.
 pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let started = Instant::now();
@@ -1023,7 +997,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let snapshot = snapshot.filter(|_| !options.rewrite_counters);
     let history: BTreeMap<&str, Vec<FileEntry>> = ["users", "follows", "posts", "comments"]
         .into_iter()
-        .map(|e| Ok((e, history_files(fs, &root, e, &as_of)?)))
+        .map(|e| Ok((e, partition::history(fs, &root, e, &as_of)?)))
         .collect::<Result<_>>()?;
     let counter_inputs = counters::Inputs {
         users: &history["users"],
@@ -1085,7 +1059,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         &["uid", "screen_name"]
                     };
                     read_rows(fs, &f, columns, &mut |b| {
-                        let uid = counters::ids(&f, b, "uid")?;
+                        let uid = columns::ids(&f, b, "uid")?;
                         for i in 0..b.num_rows() {
                             let u = uid.value(i);
                             if wants(Table::User) && !merged {
@@ -1116,13 +1090,13 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         &["mid", "uid", "created_at", "retweet_mid"]
                     };
                     read_rows(fs, &f, columns, &mut |b| {
-                        let mid = counters::ids(&f, b, "mid")?;
-                        let created = counters::times(&f, b, "created_at")?;
+                        let mid = columns::ids(&f, b, "mid")?;
+                        let created = columns::times(&f, b, "created_at")?;
                         for i in 0..b.num_rows() {
                             let (m, at) = (mid.value(i), created.value(i));
-                            let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
+                            let uid = columns::opt(columns::opt_ids(b, "uid"), i).unwrap_or(0);
                             let key = keys::post_key(uid, at, m);
-                            let rt = opt(i64_col(b, "retweet_mid"), i);
+                            let rt = columns::opt(columns::opt_ids(b, "retweet_mid"), i);
                             if wants(Table::Post) && !merged {
                                 r.put(Table::Post, post_info_put(b, i, key.clone(), at))?;
                             }
@@ -1158,8 +1132,8 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                 format!("follows:{}", f.location),
                 Box::new(move |r: &mut Router| {
                     partition::read_parquet(fs, &f, &mut |b| {
-                        let a = counters::ids(&f, b, "follower")?;
-                        let e = counters::ids(&f, b, "followee")?;
+                        let a = columns::ids(&f, b, "follower")?;
+                        let e = columns::ids(&f, b, "followee")?;
                         let at = ts_col(b, "followed_at");
                         for i in 0..b.num_rows() {
                             let t = at
@@ -1194,11 +1168,11 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         return Ok(());
                     }
                     partition::read_parquet(fs, &f, &mut |b| {
-                        let cid = counters::ids(&f, b, "cid")?;
-                        let mid = counters::ids(&f, b, "mid")?;
-                        let created = counters::times(&f, b, "created_at")?;
+                        let cid = columns::ids(&f, b, "cid")?;
+                        let mid = columns::ids(&f, b, "mid")?;
+                        let created = columns::times(&f, b, "created_at")?;
                         for i in 0..b.num_rows() {
-                            let Some(uid) = opt(i64_col(b, "uid"), i) else {
+                            let Some(uid) = columns::opt(columns::opt_ids(b, "uid"), i) else {
                                 continue;
                             };
                             r.put(
@@ -1287,7 +1261,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         let mut users = Claims::new(changes.users);
                         for f in tonight_users {
                             partition::read_parquet(fs, f, &mut |b| {
-                                let uid = counters::ids(f, b, "uid")?;
+                                let uid = columns::ids(f, b, "uid")?;
                                 for i in 0..b.num_rows() {
                                     let u = uid.value(i);
                                     let put = user_profile_put(b, i, u);
@@ -1308,11 +1282,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                         let mut posts = Claims::new(changes.posts);
                         for f in tonight_posts {
                             partition::read_parquet(fs, f, &mut |b| {
-                                let mid = counters::ids(f, b, "mid")?;
-                                let created = counters::times(f, b, "created_at")?;
+                                let mid = columns::ids(f, b, "mid")?;
+                                let created = columns::times(f, b, "created_at")?;
                                 for i in 0..b.num_rows() {
                                     let (m, at) = (mid.value(i), created.value(i));
-                                    let uid = opt(i64_col(b, "uid"), i).unwrap_or(0);
+                                    let uid =
+                                        columns::opt(columns::opt_ids(b, "uid"), i).unwrap_or(0);
                                     let put = post_info_put(b, i, keys::post_key(uid, at, m), at);
                                     // Counters go with the row only if it has their rowkey.
                                     let same_key = |c: &PostCounts| (c.0, c.1) == (uid, at);
@@ -1484,7 +1459,7 @@ fn choose_route(
     options: &LoadOptions,
     files: &BTreeMap<&str, Vec<FileEntry>>,
 ) -> Result<AutoChoice> {
-    let input_rows = counters::parquet_rows(fs, files.values().flatten())?;
+    let input_rows = partition::parquet_rows(fs, files.values().flatten())?;
     let base = staging_base(fs, root, options)?;
     let threshold = options.auto_threshold;
     let (chose, because) = if input_rows < threshold {

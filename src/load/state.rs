@@ -219,7 +219,7 @@ fn read_counts<V>(
             let columns: Vec<&Int64Array> = schema
                 .fields()
                 .iter()
-                .map(|field| counters::ids(f, b, field.name()))
+                .map(|field| crate::dataset::columns::ids(f, b, field.name()))
                 .collect::<Result<_>>()?;
             out.extend((0..b.num_rows()).filter_map(|i| keep(&columns, i)));
             Ok(())

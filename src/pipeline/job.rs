@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 
 /// The stages a job can name, in the only order they may run.
-pub const STAGES: [&str; 3] = ["clean", "load", "friends"];
+pub const STAGES: [&str; 4] = ["clean", "load", "friends", "rank"];
 
 /// Stage flags `run` sets itself: a job file giving them would fight the run (a `resume`
 /// after clean ran again, a report elsewhere than where committed stages are looked for).
@@ -268,6 +268,11 @@ impl Job {
                 push("--output", self.place("clean", date));
             }
             "load" => push("--input", self.place("clean", date)),
+            // The friends of the same night are under the same graph folder.
+            "rank" => {
+                push("--input", self.place("clean", date));
+                push("--output", self.place("graph", date));
+            }
             _ => {
                 for f in follows {
                     push("--input", f.clone());
@@ -315,7 +320,7 @@ mod tests {
 name = "nightly"
 root = "hdfs:///weibo"
 raw = "{root}/raw/dt={date}"
-stages = ["clean", "load", "friends"]
+stages = ["clean", "load", "friends", "rank"]
 
 [options.clean]
 max-reject-ratio = 0.05
@@ -325,6 +330,9 @@ writers = 4
 
 [options.friends]
 load = true
+
+[options.rank]
+top = 50
 "#;
 
     fn no_env(_: &str) -> Option<String> {
@@ -356,6 +364,11 @@ load = true
                 .join(" "),
             "friends --input hdfs:///weibo/clean/follows/dt=2026-11-28 \
              --output hdfs:///weibo/graph --date 2026-11-29 --load"
+        );
+        assert_eq!(
+            job.stage_args(&job.stages[3], "2026-11-29", &[]).join(" "),
+            "rank --input hdfs:///weibo/clean --output hdfs:///weibo/graph \
+             --date 2026-11-29 --top 50"
         );
         assert_eq!(job.lock_path(), "hdfs:///weibo/_runs/weibo/nightly.lock");
         assert_eq!(

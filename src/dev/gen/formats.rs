@@ -199,7 +199,7 @@ fn line(w: &mut dyn Write, value: serde_json::Value) -> io::Result<()> {
 }
 
 /// A CSV field, quoted when it must be.
-fn field(s: &str) -> String {
+pub(super) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

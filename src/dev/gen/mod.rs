@@ -23,8 +23,11 @@ use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
 use crate::values::mid_to_bid;
 
+mod cascades;
 pub mod formats;
 pub mod nights;
+
+pub use cascades::CascadesTruth;
 
 use formats::{shanghai_text, Comment, Follow, NetworkArc, OutFormat, PartFiles, Post, User};
 
@@ -118,6 +121,8 @@ pub struct Truth {
     pub sampled_users: Vec<UserTruth>,
     /// Per entity, the records written in each raw format (dirty ones included).
     pub formats: BTreeMap<String, BTreeMap<String, u64>>,
+    /// What `cascades` must build from the posts' repost chains.
+    pub cascades: CascadesTruth,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -282,6 +287,16 @@ fn build_graph(spec: &GenSpec) -> Graph {
     }
 }
 
+/// A post's own words: its number and its mentions (a repost's text adds its hops).
+fn post_words(posts: &[PostRow], i: usize) -> String {
+    let at: Vec<String> = posts[i]
+        .mentions
+        .iter()
+        .map(|m| format!("@用户{m:07}"))
+        .collect();
+    format!("第{i}条微博 {}", at.join(" "))
+}
+
 struct PostRow {
     author: u64,
     created: i64,
@@ -330,6 +345,9 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
         });
     }
     let comments = spec.user_post_edges.saturating_sub(spec.posts + mentions);
+    // Reposts as the API names them: the root as what was reposted, the hops in the text.
+    let chains = cascades::hang(&mut posts);
+    let chains = &chains;
 
     let mut posts_by = vec![0u32; n as usize];
     let mut reposts_received = vec![0u32; n as usize];
@@ -553,13 +571,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                     String::new()
                 };
                 let at: Vec<String> = p.mentions.iter().map(|m| format!("用户{m:07}")).collect();
-                let text = format!(
-                    "第{i}条微博 {}",
-                    at.iter()
-                        .map(|a| format!("@{a}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                );
+                let text = chains.text(posts_ref, i as usize, &|k| post_words(posts_ref, k));
                 let (mid_text, bid, created) = (
                     mid(i).to_string(),
                     mid_to_bid(mid(i)),
@@ -637,11 +649,14 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
                 let r = p.retweet.expect("filtered");
                 writeln!(
                     files.record(OutFormat::Canonical)?,
-                    "{},{},{},{},转发微博,{}",
+                    "{},{},{},{},{},{}",
                     mid(i),
                     uid(p.author),
                     mid(r),
                     shanghai_text(p.created),
+                    formats::field(
+                        &chains.text(posts_ref, i as usize, &|k| post_words(posts_ref, k))
+                    ),
                     crawl_text
                 )?;
                 t.records_in += 1;
@@ -722,6 +737,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             .map(|(i, v)| (uid(*i), *v as u64))
             .collect()
     };
+    truth.cascades = chains.truth(&posts);
     truth.top_by_followers = top(&graph.followers);
     truth.top_by_following = top(&graph.following);
     truth.top_by_posts = top(&posts_by);

@@ -52,7 +52,7 @@ impl FriendsWriter {
             } else {
                 Staged::new(
                     &parent.join(&dt),
-                    &format!("slice={}-of-{}", slice.index, slice.count),
+                    &crate::dataset::friends::slice_folder(slice.index, slice.count),
                     &tag,
                 )
             }

@@ -193,6 +193,34 @@ pub fn user_by_name_key(screen_name: &str) -> Vec<u8> {
     key
 }
 
+/// `rank`: `<metric>:<yyyymmdd>:<rank>`, the rank zero-padded to six digits. Plain text,
+/// so the HBase shell shows it as it is; a board is one prefix scan, ranks in order. The
+/// table is small (N rows per metric and day) and not hashed: one region holds it.
+pub fn rank_key(metric: &str, date: &str, rank: u32) -> Vec<u8> {
+    format!("{}{rank:06}", rank_prefix(metric, date)).into_bytes()
+}
+
+/// The prefix of a day's board in `rank` (`date` as `YYYY-MM-DD`), or of every day's board
+/// of `metric` when `date` is empty.
+pub fn rank_prefix(metric: &str, date: &str) -> String {
+    if date.is_empty() {
+        return format!("{metric}:");
+    }
+    format!("{metric}:{}:", date.replace('-', ""))
+}
+
+/// The date (`YYYY-MM-DD`) and rank of a `rank` rowkey.
+pub fn rank_key_parts(key: &[u8]) -> Option<(String, u32)> {
+    let text = std::str::from_utf8(key).ok()?;
+    let mut parts = text.rsplitn(3, ':');
+    let rank = parts.next()?.parse().ok()?;
+    let d = parts.next()?;
+    if d.len() != 8 || !d.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((format!("{}-{}-{}", &d[..4], &d[4..6], &d[6..]), rank))
+}
+
 fn id_at(key: &[u8], offset: usize) -> Option<i64> {
     let bytes = key.get(offset..offset + 8)?;
     Some(i64::from_be_bytes(bytes.try_into().expect("8 bytes")))
@@ -272,6 +300,23 @@ mod golden {
         assert_eq!(hex(&hash_prefix(UID)), "2546");
         assert_eq!(hex(&hash_prefix(FAN)), "0f5c");
         assert_eq!(hex(&hash_prefix(MID)), "5d42");
+    }
+
+    #[test]
+    fn rank_rows_are_text_and_sort_by_rank() {
+        assert_eq!(
+            rank_key("new_fans", "2026-11-29", 7),
+            b"new_fans:20261129:000007".to_vec()
+        );
+        assert!(rank_key("posts", "2026-11-29", 10) > rank_key("posts", "2026-11-29", 9));
+        assert!(rank_key("posts", "2026-11-29", 1)
+            .starts_with(rank_prefix("posts", "2026-11-29").as_bytes()));
+        assert_eq!(rank_prefix("posts", ""), "posts:");
+        assert_eq!(
+            rank_key_parts(&rank_key("posts", "2026-11-29", 42)),
+            Some(("2026-11-29".to_string(), 42))
+        );
+        assert_eq!(rank_key_parts(b"posts:2026:1"), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The HBase layout: every table, rowkey and cell that any job writes or reads.
 //!
 //! `load` writes the entity tables, `friends --load` the `friend` table and its cells in
-//! `user`, `follow` and `fans`; `verify`, `query` and the demo read them back. All of them
+//! `user`, `follow` and `fans`, `rank --load` the `rank` table; `verify`, `query` and the
+//! demo read them back. All of them
 //! name tables by [`Table`], build rowkeys with [`keys`] and name cells by the constants of
 //! [`cell`], so a column is spelt in one place. The layout is documented with a worked
 //! example in docs/hbase-layout.md, whose bytes the golden tests in [`keys`] pin.
@@ -34,6 +35,9 @@ pub enum Table {
     UserByName,
     /// Written by `friends --load`, not by `load`.
     Friend,
+    /// Written by `rank --load`: the daily leaderboards (not a table `load --tables` takes).
+    #[value(skip)]
+    Rank,
 }
 
 impl Table {
@@ -57,6 +61,7 @@ impl Table {
             Table::UserPost => "user_post",
             Table::UserByName => "user_by_name",
             Table::Friend => "friend",
+            Table::Rank => "rank",
         }
     }
 
@@ -140,6 +145,10 @@ pub mod cell {
     pub const COMMENT_TEXT: &str = "r:text";
     /// `friend`: the later of the two follow times (empty when unknown).
     pub const SINCE: &str = "r:since";
+    /// `rank`: the user ranked, the metric's value, and the board's length.
+    pub const RANK_ID: &str = "r:id";
+    pub const RANK_VALUE: &str = "r:value";
+    pub const RANK_OF: &str = "r:of";
 }
 
 /// How a cell's value is encoded.
@@ -159,7 +168,7 @@ pub fn kind(qualifier: &str) -> Kind {
     match qualifier {
         POST => Kind::Rowkey,
         CREATED_AT | RETWEET_MID | VERIFIED_TYPE | UID | FOLLOWED_AT | REPOST_FROM | MID | BY
-        | SINCE => Kind::Number,
+        | SINCE | RANK_ID | RANK_VALUE | RANK_OF => Kind::Number,
         q if q.starts_with("count:") => Kind::Number,
         _ => Kind::Text,
     }
@@ -219,6 +228,9 @@ mod tests {
             SINCE,
             FOLLOWED_AT,
             BY,
+            RANK_ID,
+            RANK_VALUE,
+            RANK_OF,
         ] {
             assert_eq!(kind(q), Kind::Number, "{q}");
         }

@@ -1,0 +1,363 @@
+//! Daily leaderboards: the top N users of each metric on a date, from the cleaned tables of
+//! every night up to that date and the friends output of that date.
+//!
+//! The metrics (their definitions are in docs/design/rank.md):
+//! - `followers`: distinct followers over every night so far, as `count:followers` in `user`;
+//! - `new_fans`: follows that began on the date, a pair's first day being the earlier of its
+//!   follow time and the first night that crawled it;
+//! - `posts`, `reposts_received`, `comments_received`: posts written, and reposts and
+//!   comments received, created on the date;
+//! - `friends`: mutual follows, from `friend_counts/dt=<date>` (summed over slices).
+//!
+//! Days are Asia/Shanghai days, as Weibo's clocks. A follow pair, a mid or a cid counts once
+//! however many nights crawled it, with its newest night's record (the load's counters do
+//! the same).
+//!
+//! Invariants: only users whose value is above 0 are ranked, and ties go to the smaller uid,
+//! so the output is a function of the input alone. The uids are cut into hash partitions
+//! (each uid in exactly one), and the top N of a partition holds every user of the overall
+//! top N that it holds, so the top N of the partitions' tops is the overall top N.
+
+mod compute;
+mod output;
+mod top;
+
+use std::fmt;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::dataset::partition;
+use crate::error::{Error, Result};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+
+pub use output::write;
+pub use top::{top, Ranked};
+
+/// The leaderboards, in the order of their output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum Metric {
+    Followers,
+    #[value(alias = "new-fans")]
+    NewFans,
+    Posts,
+    #[value(alias = "reposts-received")]
+    RepostsReceived,
+    #[value(alias = "comments-received")]
+    CommentsReceived,
+    Friends,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 6] = [
+        Metric::Followers,
+        Metric::NewFans,
+        Metric::Posts,
+        Metric::RepostsReceived,
+        Metric::CommentsReceived,
+        Metric::Friends,
+    ];
+
+    /// The metric's name in the output, the HBase rowkeys and `query rank`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Followers => "followers",
+            Metric::NewFans => "new_fans",
+            Metric::Posts => "posts",
+            Metric::RepostsReceived => "reposts_received",
+            Metric::CommentsReceived => "comments_received",
+            Metric::Friends => "friends",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Position in [`Metric::ALL`], for per-metric arrays.
+    fn index(self) -> usize {
+        Metric::ALL
+            .iter()
+            .position(|m| *m == self)
+            .expect("every metric is in ALL")
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A metric's value for every user of a partition: one slot per [`Metric`].
+type Values = [i64; 6];
+
+/// One night's committed part files of a cleaned table, and that night's day.
+#[derive(Clone, Debug)]
+pub struct Night {
+    pub date: String,
+    /// Days since 1970-01-01 (the night's date).
+    pub day: i32,
+    pub files: Vec<FileEntry>,
+}
+
+/// What the job reads: every committed night up to the date, oldest first, of the cleaned
+/// tables it needs, and the friend counts of the date.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub follows: Vec<Night>,
+    pub posts: Vec<Night>,
+    pub comments: Vec<Night>,
+    pub friend_counts: Vec<FileEntry>,
+}
+
+impl Inputs {
+    /// Finds the committed nights of `clean` up to `date`, and the friend counts under
+    /// `friends` (a friends `--output`) for `date` when the `friends` metric is asked for:
+    /// a missing friends partition is then an error, not a board of zeros.
+    pub fn find(
+        fs: &FileSystems,
+        clean: &Location,
+        friends: Option<&Location>,
+        date: &str,
+        metrics: &[Metric],
+    ) -> Result<Inputs> {
+        let nights = |entity: &str| -> Result<Vec<Night>> {
+            Ok(partition::history_nights(fs, clean, entity, date)?
+                .into_iter()
+                .filter_map(|(date, files)| {
+                    let day = day_of_date(&date)?;
+                    Some(Night { date, day, files })
+                })
+                .collect())
+        };
+        let wants = |ms: &[Metric]| ms.iter().any(|m| metrics.contains(m));
+        let mut inputs = Inputs::default();
+        if wants(&[Metric::Followers, Metric::NewFans]) {
+            inputs.follows = nights("follows")?;
+        }
+        if wants(&[
+            Metric::Posts,
+            Metric::RepostsReceived,
+            Metric::CommentsReceived,
+        ]) {
+            inputs.posts = nights("posts")?;
+        }
+        if wants(&[Metric::CommentsReceived]) {
+            inputs.comments = nights("comments")?;
+        }
+        if wants(&[Metric::Friends]) {
+            let Some(friends) = friends else {
+                return Err(Error::Usage(
+                    "the friends metric needs the friends output (--friends)".into(),
+                ));
+            };
+            let dir = friends
+                .join(crate::dataset::friends::COUNTS_TABLE)
+                .join(&format!("dt={date}"));
+            inputs.friend_counts = friend_count_parts(fs, &dir)?;
+        }
+        let found = [&inputs.follows, &inputs.posts, &inputs.comments];
+        if found.iter().all(|n| n.is_empty()) && inputs.friend_counts.is_empty() {
+            return Err(Error::BadInput {
+                path: clean.to_string(),
+                line: 0,
+                reason: format!("no committed clean partitions up to dt={date}"),
+            });
+        }
+        Ok(inputs)
+    }
+
+    fn rows(&self, fs: &FileSystems) -> Result<[u64; 3]> {
+        let rows =
+            |nights: &[Night]| partition::parquet_rows(fs, nights.iter().flat_map(|n| &n.files));
+        Ok([
+            rows(&self.follows)?,
+            rows(&self.posts)?,
+            rows(&self.comments)?,
+        ])
+    }
+}
+
+/// The committed parts of a friend counts partition: the whole run's, or every slice's when
+/// the run was split (`slice=i-of-N/`, each committed on its own).
+fn friend_count_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry>> {
+    let whole = partition::committed_parts(fs, dir)?;
+    if !whole.is_empty() {
+        return Ok(whole);
+    }
+    let mut parts = Vec::new();
+    if fs.exists(dir)? {
+        for e in fs.list(dir, false)? {
+            let slice = crate::dataset::friends::SLICE_PREFIX;
+            if e.location.file_name().is_some_and(|n| n.starts_with(slice)) {
+                parts.extend(partition::committed_parts(fs, &e.location)?);
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(Error::BadInput {
+            path: dir.to_string(),
+            line: 0,
+            reason: "no committed friend counts for this date: run friends first".into(),
+        });
+    }
+    Ok(parts)
+}
+
+/// Days since 1970-01-01 of a `YYYY-MM-DD` date; `None` for anything else.
+pub fn day_of_date(date: &str) -> Option<i32> {
+    let d = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+    Some((d - chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?).num_days() as i32)
+}
+
+/// The Asia/Shanghai day (days since 1970-01-01) of an instant in epoch milliseconds.
+pub fn day_of_ms(ms: i64) -> i32 {
+    (ms + 8 * 3_600_000).div_euclid(86_400_000) as i32
+}
+
+#[derive(Clone, Debug)]
+pub struct RankOptions {
+    pub date: String,
+    /// Users per board.
+    pub top: usize,
+    pub metrics: Vec<Metric>,
+    /// Memory for the per-user values and the follow ends of the partitions held at once.
+    pub memory_budget: u64,
+}
+
+/// What a run read and found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RankStats {
+    pub follow_rows: u64,
+    pub post_rows: u64,
+    pub comment_rows: u64,
+    pub friend_count_rows: u64,
+    pub partitions: u32,
+    /// Per metric: the users with a value above 0 (those that could be ranked).
+    pub users_ranked: Vec<(Metric, u64)>,
+}
+
+/// The boards: for each metric asked for, in [`Metric::ALL`] order, its top users, rank 1
+/// first.
+#[derive(Clone, Debug, Default)]
+pub struct Ranking {
+    pub boards: Vec<(Metric, Vec<Ranked>)>,
+    pub stats: RankStats,
+}
+
+/// Bytes a follow end costs in a pass: followee, follower and day, sorted in place.
+const BYTES_PER_END: u64 = 24;
+/// Bytes a post costs in a pass: its entry in the map of owned posts, with the table's slack.
+const BYTES_PER_POST: u64 = 48;
+/// Bytes a user's values cost, with the map's slack; a user is counted per edge end or post,
+/// which overestimates (users have many of both).
+const BYTES_PER_USER: u64 = 80;
+
+/// How many partitions keep `threads` passes at once within `budget`: the follow ends are
+/// counted and dropped before the posts are read, so a pass peaks at the larger of the two.
+fn partitions_for(rows: [u64; 3], budget: u64, threads: usize) -> u32 {
+    let [follows, posts, _] = rows;
+    let users = (follows / 8 + posts / 4).saturating_mul(BYTES_PER_USER);
+    let peak = users.saturating_add(
+        follows
+            .saturating_mul(BYTES_PER_END)
+            .max(posts.saturating_mul(BYTES_PER_POST)),
+    );
+    let per_pass = (budget / threads.max(1) as u64).max(1);
+    let at_least = threads.clamp(1, 4096) as u32;
+    (peak.div_ceil(per_pass).min(4096) as u32).clamp(at_least, 4096)
+}
+
+/// Computes the boards.
+pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<Ranking> {
+    let day = day_of_date(&options.date)
+        .ok_or_else(|| Error::Usage(format!("--date {:?} is not YYYY-MM-DD", options.date)))?;
+    let threads = rayon::current_num_threads();
+    let rows = inputs.rows(fs)?;
+    let n = partitions_for(rows, options.memory_budget, threads);
+    log::info!(
+        "rank: {} follows, {} posts, {} comments in {n} partitions",
+        rows[0],
+        rows[1],
+        rows[2]
+    );
+    let wanted: Vec<Metric> = Metric::ALL
+        .into_iter()
+        .filter(|m| options.metrics.contains(m))
+        .collect();
+    let parts: Vec<compute::Partition> = (0..n)
+        .into_par_iter()
+        .map(|p| {
+            let part = compute::partition(fs, inputs, day, p, n)?;
+            Ok(part.keep_top(&wanted, options.top))
+        })
+        .collect::<Result<_>>()?;
+    let mut stats = RankStats {
+        partitions: n,
+        ..RankStats::default()
+    };
+    let mut boards = Vec::new();
+    for &metric in &wanted {
+        let mut candidates = Vec::new();
+        let mut ranked = 0;
+        for part in &parts {
+            let (count, tops) = &part.tops[metric.index()];
+            ranked += count;
+            candidates.extend_from_slice(tops);
+        }
+        stats.users_ranked.push((metric, ranked));
+        boards.push((metric, top(candidates, options.top)));
+    }
+    for part in &parts {
+        stats.follow_rows += part.read.follow_rows;
+        stats.post_rows += part.read.post_rows;
+        stats.comment_rows += part.read.comment_rows;
+        stats.friend_count_rows += part.read.friend_count_rows;
+    }
+    // Every partition reads every row: report the input once.
+    let n = u64::from(n.max(1));
+    stats.follow_rows /= n;
+    stats.post_rows /= n;
+    stats.comment_rows /= n;
+    stats.friend_count_rows /= n;
+    Ok(Ranking { boards, stats })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_are_shanghai_days() {
+        let d = day_of_date("2026-11-29").unwrap();
+        // 2026-11-29 00:00 +08:00 is 2026-11-28 16:00 UTC.
+        let midnight = 1_795_910_400_000 - 8 * 3_600_000;
+        assert_eq!(day_of_ms(midnight), d);
+        assert_eq!(day_of_ms(midnight - 1), d - 1);
+        assert_eq!(day_of_ms(midnight + 86_400_000 - 1), d);
+        assert_eq!(day_of_ms(-1), 0);
+        assert_eq!(day_of_ms(-8 * 3_600_000 - 1), -1);
+        assert_eq!(day_of_date("2026-13-01"), None);
+    }
+
+    #[test]
+    fn partitions_fit_the_budget_and_use_every_thread() {
+        assert_eq!(partitions_for([0, 0, 0], 1 << 30, 2), 2);
+        let rows = [100_000_000, 10_000_000, 0];
+        let n = partitions_for(rows, 1 << 30, 2);
+        // 2.5 GB of follow ends and 1 GB of users over two passes of 512 MiB each.
+        assert_eq!(n, 7);
+        assert!(partitions_for(rows, 1 << 28, 2) > n);
+    }
+
+    #[test]
+    fn metric_names_round_trip() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_name(m.name()), Some(m));
+            assert_eq!(Metric::ALL[m.index()], m);
+        }
+    }
+}

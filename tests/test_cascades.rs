@@ -1,0 +1,183 @@
+//! `cascades`: the repost trees of `sample_data/`, hand-checked (a `//@` chain three reposts
+//! deep, a named parent never crawled, a root never crawled) and pinned by a golden file.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::harness::{assert_golden, bin, run, stderr};
+use crate::test_clean::{parquet_rows, sample_dir, DATE};
+
+fn rows(dir: &Path) -> Vec<Value> {
+    assert!(
+        dir.join("_SUCCESS").exists(),
+        "{} is not committed",
+        dir.display()
+    );
+    parquet_rows(dir)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn sample_cascades_are_hand_checked_and_golden() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clean, graph) = (dir.path().join("clean"), dir.path().join("graph"));
+    let out = run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(sample_dir())
+        .arg("--output")
+        .arg(&clean)
+        .args(["--date", DATE, "--max-reject-ratio", "0.5"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = dir.path().join("report.json");
+    let out = run(bin()
+        .args(["-q", "--report"])
+        .arg(&report)
+        .args(["cascades", "--input"])
+        .arg(&clean)
+        .arg("--output")
+        .arg(&graph)
+        .args(["--date", DATE]));
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let paths = rows(&graph.join(format!("repost_paths/dt={DATE}")));
+    let by_mid = |mid: i64| {
+        paths
+            .iter()
+            .find(|r| r["mid"] == mid)
+            .unwrap_or_else(|| panic!("no path of {mid}"))
+    };
+    let (root, north, south, east, west) = (
+        2100000001i64,
+        2100000002i64,
+        2100000003i64,
+        2100000004i64,
+        2100000005i64,
+    );
+    // 好美 reposts the root; 同感//@北风 hangs under it; 转发//@南山 under that: three deep.
+    assert_eq!(by_mid(4974000000000101)["parent_mid"], 4974000000000100i64);
+    assert_eq!(by_mid(4974000000000102)["parent_mid"], 4974000000000101i64);
+    let deep = by_mid(4974000000000103);
+    assert_eq!(deep["parent_mid"], 4974000000000102i64);
+    assert_eq!(deep["depth"], 3);
+    assert_eq!(deep["path"], serde_json::json!([east, south, north, root]));
+    // 路人甲 was never crawled: the repost falls back to the root.
+    let lost = by_mid(4974000000000104);
+    assert_eq!(
+        (lost["parent_mid"].as_i64(), lost["depth"].as_i64()),
+        (Some(4974000000000100), Some(1))
+    );
+    assert_eq!(lost["path"], serde_json::json!([west, root]));
+    // A repost of a root never crawled: the path stops at the repost.
+    assert_eq!(by_mid(4974000000000105)["path"], serde_json::json!([south]));
+
+    let cascades = rows(&graph.join(format!("cascades/dt={DATE}")));
+    let snow = cascades
+        .iter()
+        .find(|c| c["root_mid"] == 4974000000000100i64)
+        .unwrap();
+    assert_eq!(
+        (snow["size"].as_i64(), snow["depth"].as_i64()),
+        (Some(4), Some(3))
+    );
+    assert_eq!(snow["root_uid"], root);
+    let orphan = cascades
+        .iter()
+        .find(|c| c["root_mid"] == 4974000000000999i64)
+        .unwrap();
+    assert!(
+        orphan.get("root_uid").is_none_or(Value::is_null),
+        "{orphan}"
+    );
+
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let s = &r["cascades"];
+    assert_eq!(s["reposts"], paths.len());
+    assert_eq!(s["cascades"], cascades.len());
+    assert!(s["parents_root_not_found"].as_u64().unwrap() >= 1, "{s}");
+    assert!(s["parents_from_markers"].as_u64().unwrap() >= 2, "{s}");
+    assert!(s["roots_not_crawled"].as_u64().unwrap() >= 1, "{s}");
+    assert_eq!(s["top"][0]["root_mid"], 4974000000000100i64, "{s}");
+
+    let mut golden = String::new();
+    for c in &cascades {
+        golden.push_str(&format!("cascade {c}\n"));
+    }
+    for p in &paths {
+        golden.push_str(&format!("path {p}\n"));
+    }
+    assert_golden("cascades/sample.txt", &golden);
+}
+
+/// The generator writes reposts as the API names them (the root as `retweet_mid`, the hops
+/// in the text) and keeps the real trees: every cascade's size and depth and every repost's
+/// path equal its truth, through two crawler formats and dirt, in one partition and in many.
+#[test]
+fn generated_cascades_equal_the_truth() {
+    use md5::{Digest, Md5};
+    let dir = tempfile::tempdir().unwrap();
+    let (raw, clean) = (dir.path().join("raw"), dir.path().join("clean"));
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", stderr(&out));
+    ok(run(bin().args(["-q", "gen", "--out"]).arg(&raw).args([
+        "--users",
+        "10000",
+        "--formats",
+        "canonical,weibo-crawler",
+    ])));
+    ok(run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(&raw)
+        .arg("--output")
+        .arg(&clean)
+        .args(["--date", DATE])));
+    let truth: Value =
+        serde_json::from_slice(&std::fs::read(raw.join("_truth.json")).unwrap()).unwrap();
+    let truth = &truth["cascades"];
+    assert!(truth["max_depth"].as_u64().unwrap() >= 3, "{truth}");
+    for budget in ["1GiB", "256KiB"] {
+        let graph = dir.path().join(format!("graph-{budget}"));
+        ok(run(bin()
+            .args(["-q", "cascades", "--input"])
+            .arg(&clean)
+            .arg("--output")
+            .arg(&graph)
+            .args(["--date", DATE, "--memory-budget", budget])));
+        let mut cascades = rows(&graph.join(format!("cascades/dt={DATE}")));
+        cascades.sort_by_key(|c| c["root_mid"].as_i64());
+        let mut paths = rows(&graph.join(format!("repost_paths/dt={DATE}")));
+        paths.sort_by_key(|p| p["mid"].as_i64());
+        let mut lines = String::new();
+        for c in &cascades {
+            lines.push_str(&format!(
+                "c {} {} {}\n",
+                c["root_mid"], c["size"], c["depth"]
+            ));
+        }
+        for p in &paths {
+            let path: Vec<String> = p["path"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|u| u.to_string())
+                .collect();
+            lines.push_str(&format!("r {} {}\n", p["mid"], path.join(",")));
+        }
+        assert_eq!(
+            cascades.len() as u64,
+            truth["cascades"].as_u64().unwrap(),
+            "{budget}"
+        );
+        assert_eq!(
+            paths.len() as u64,
+            truth["reposts"].as_u64().unwrap(),
+            "{budget}"
+        );
+        let md5: String = Md5::digest(lines.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(md5, truth["md5"].as_str().unwrap(), "{budget}");
+    }
+}
