@@ -150,8 +150,8 @@ pub mod cluster {
             let Ok(mut admin) = weibo_etl::hbase::admin::Admin::connect(THRIFT2, timeouts) else {
                 return;
             };
-            // `rank` too, which `run` writes with its last stage.
-            for table in every_table().into_iter().chain(["rank"]) {
+            // `rank` and `inbox` too, written by their jobs.
+            for table in every_table().into_iter().chain(["rank", "inbox"]) {
                 let _ = admin.drop_table(&self.0, table);
             }
         }

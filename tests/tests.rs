@@ -10,6 +10,7 @@ mod test_cascades;
 mod test_clean;
 mod test_cli;
 mod test_friends;
+mod test_inbox;
 mod test_pipeline;
 mod test_rank;
 mod test_run;

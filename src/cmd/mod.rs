@@ -8,6 +8,7 @@ pub mod demo;
 pub mod friends;
 pub mod fs;
 pub mod gen;
+pub mod inbox;
 pub mod load;
 pub mod query;
 pub mod rank;
@@ -115,6 +116,7 @@ pub enum Command {
     Friends(friends::Args),
     Fs(fs::Args),
     Gen(gen::Args),
+    Inbox(inbox::Args),
     Load(load::Args),
     Query(query::Args),
     Rank(rank::Args),
@@ -243,6 +245,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Friends(args) => friends::run(&ctx, args),
         Command::Fs(args) => fs::run(&ctx, args),
         Command::Gen(args) => gen::run(&ctx, args),
+        Command::Inbox(args) => inbox::run(&ctx, args),
         Command::Load(args) => load::run(&ctx, args),
         Command::Query(args) => query::run(&ctx, args),
         Command::Rank(args) => rank::run(&ctx, args),

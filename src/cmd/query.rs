@@ -5,6 +5,7 @@ use std::time::Instant;
 use anyhow::Result;
 use serde_json::{json, Map, Value};
 use weibo_etl::error::Error;
+use weibo_etl::graph::inbox::{newest_first, Entry};
 use weibo_etl::graph::rank::Metric;
 use weibo_etl::hbase::{Connection, Row};
 use weibo_etl::load::layout::{self, cell, keys, Kind, Table};
@@ -19,6 +20,7 @@ Examples:
   weibo-etl query timeline 1669879400 --limit 20
   weibo-etl query post 4973000000000001
   weibo-etl query friends 1669879400
+  weibo-etl query feed 5872301234 --limit 20
   weibo-etl query name 何炅
   weibo-etl query rank followers --date 2026-11-29 --limit 10
 
@@ -63,6 +65,14 @@ enum What {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// A user's home feed: the inbox row merged with the timelines of the celebrities followed
+    Feed {
+        /// The user whose home feed to read
+        uid: i64,
+        /// Posts shown, newest first
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
     /// A user by screen name, through the user_by_name index
     Name { screen_name: String },
     /// A day's leaderboard of a metric, from the rank table
@@ -97,6 +107,129 @@ pub fn row_json(row: &Row) -> Value {
         "rowkey": row.key.iter().map(|b| format!("{b:02x}")).collect::<String>(),
         "cells": cells,
     })
+}
+
+/// Runs one call against the connection and records its latency.
+type Timed<'a> = dyn FnMut(&str, &mut dyn FnMut(&mut Connection) -> weibo_etl::Result<Value>) -> Result<Value>
+    + 'a;
+
+/// A candidate of the feed, and where it came from.
+struct Candidate {
+    entry: Entry,
+    key: Vec<u8>,
+    via: &'static str,
+}
+
+/// `query feed`: the inbox row (every version, one Thrift2 call) gives the fanned-out
+/// followees' newest K posts and the celebrities followed; each celebrity's newest K are read
+/// from its timeline; the merge is newest first (docs/design/inbox.md). Posts deleted after
+/// they reached the inbox are dropped when their rows are read.
+fn feed(ctx: &Context, uid: i64, limit: usize, timed: &mut Timed<'_>) -> Result<Value> {
+    let ns = &ctx.global.namespace;
+    let inbox = Table::Inbox.in_namespace(ns);
+    let posts = Table::Post.in_namespace(ns);
+    let k = timed("getColumnDescriptors inbox", &mut |c| {
+        let versions = c.family_versions(&inbox)?;
+        Ok(json!(versions.get(layout::INBOX_FAMILY)))
+    })?;
+    let Some(k) = k.as_i64().filter(|&k| k > 0) else {
+        return Err(
+            Error::NotFound(format!("{inbox} has no {} family", layout::INBOX_FAMILY)).into(),
+        );
+    };
+    let mut admin = weibo_etl::hbase::admin::Admin::connect(&ctx.admin_addr(), ctx.timeouts)?;
+    let mut cells = Vec::new();
+    timed("get inbox (Thrift2, every version)", &mut |_| {
+        cells = admin.get_versions(&inbox, &keys::user_key(uid), k as i32)?;
+        Ok(Value::Null)
+    })?;
+    let fanned = format!("{}:", layout::INBOX_FAMILY).into_bytes();
+    let celebrity = format!("{}:", layout::CELEBRITY_FAMILY).into_bytes();
+    let mut candidates = Vec::new();
+    let mut celebrities = Vec::new();
+    for (column, _, value) in &cells {
+        if column.starts_with(&fanned) {
+            if let Some((author, created, mid)) = keys::post_key_parts(value) {
+                candidates.push(Candidate {
+                    entry: Entry {
+                        created,
+                        mid,
+                        author,
+                    },
+                    key: value.clone(),
+                    via: "inbox",
+                });
+            }
+        } else if let Some(id) = column.strip_prefix(celebrity.as_slice()) {
+            if let Ok(id) = <[u8; 8]>::try_from(id) {
+                celebrities.push(i64::from_be_bytes(id));
+            }
+        }
+    }
+    // An author that became a celebrity after earlier nights fanned it out is read from its
+    // timeline only.
+    candidates.retain(|c| !celebrities.contains(&c.entry.author));
+    for &author in &celebrities {
+        let mut newest = Vec::new();
+        timed(&format!("scan post {author}"), &mut |c| {
+            c.scan_with(&posts, &keys::user_key(author), |row| {
+                if row.get(cell::DELETED) != Some(b"1".as_slice()) {
+                    newest.push(row.key);
+                }
+                (newest.len() as i64) < k
+            })?;
+            Ok(Value::Null)
+        })?;
+        for key in newest {
+            if let Some((author, created, mid)) = keys::post_key_parts(&key) {
+                candidates.push(Candidate {
+                    entry: Entry {
+                        created,
+                        mid,
+                        author,
+                    },
+                    key,
+                    via: "timeline",
+                });
+            }
+        }
+    }
+    candidates.sort_by(|a, b| newest_first(&a.entry, &b.entry));
+    candidates.dedup_by_key(|c| c.entry.mid);
+    // Read the posts in the feed's order, a limit's worth a call, until `limit` are shown.
+    let mut shown = Vec::new();
+    for chunk in candidates.chunks(limit.max(1)) {
+        if shown.len() >= limit {
+            break;
+        }
+        let wanted: Vec<Vec<u8>> = chunk.iter().map(|c| c.key.clone()).collect();
+        let mut rows = Vec::new();
+        timed("getRows post", &mut |c| {
+            rows = c.get_rows(&posts, &wanted)?;
+            Ok(Value::Null)
+        })?;
+        let by_key: std::collections::HashMap<&[u8], &Row> =
+            rows.iter().map(|r| (r.key.as_slice(), r)).collect();
+        for c in chunk {
+            let row = by_key.get(c.key.as_slice());
+            if row.is_some_and(|r| r.get(cell::DELETED) == Some(b"1".as_slice())) {
+                continue;
+            }
+            if shown.len() < limit {
+                let text = row
+                    .and_then(|r| r.get(cell::TEXT))
+                    .map(String::from_utf8_lossy);
+                shown.push(json!({
+                    "mid": c.entry.mid,
+                    "uid": c.entry.author,
+                    "created_at": c.entry.created,
+                    "via": c.via,
+                    "text": text,
+                }));
+            }
+        }
+    }
+    Ok(json!({"uid": uid, "k": k, "celebrities": celebrities, "feed": shown}))
 }
 
 /// An 8-byte big-endian number cell.
@@ -168,6 +301,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 })?,
             }
         }
+        What::Feed { uid, limit } => feed(ctx, uid, limit, &mut timed)?,
         What::Name { ref screen_name } => {
             let row = timed("getRow user_by_name", &mut |c| {
                 Ok(c.get(

@@ -6,7 +6,8 @@
 //!   typed access to them that names the file when a column is missing;
 //! - [`follows`]: the pair-partitioned layout of the follows table that `friends` joins on;
 //! - [`friends`]: the friends job's output tables, which `friends --load` and `rank` read;
-//! - [`rank`]: the rank job's boards, and [`cascades`]: the cascades job's trees;
+//! - [`rank`]: the rank job's boards, [`cascades`]: the cascades job's trees, and [`inbox`]:
+//!   the home feeds the inbox job materialises;
 //! - [`partition`]: `<table>/dt=<date>/` partitions, written staged and committed with
 //!   `_SUCCESS` (the commit protocol), the history of nights a job reads, and the Parquet
 //!   readers and writers over them.
@@ -20,6 +21,7 @@ pub mod columns;
 mod entity;
 pub mod follows;
 pub mod friends;
+pub mod inbox;
 pub mod partition;
 pub mod rank;
 mod reject;

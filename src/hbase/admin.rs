@@ -5,8 +5,9 @@
 //! (`createNamespace`, `createTable(desc, splitKeys)`); its IDL ships inside the `hbase-thrift`
 //! Maven jar (`org/apache/hadoop/hbase/thrift2/hbase.thrift`). The `hbase-thrift` crate only
 //! carries Thrift1, so this module encodes the handful of Thrift2 messages itself with the
-//! `thrift` crate's binary protocol, field ids taken from that IDL. Everything else (puts,
-//! gets, scans, `getTableRegions`) goes through Thrift1.
+//! `thrift` crate's binary protocol, field ids taken from that IDL. One data call is here too,
+//! a `get` of every version of a row (the inbox's feeds), which Thrift1 cannot make in one
+//! call. Everything else (puts, gets, scans, `getTableRegions`) goes through Thrift1.
 //!
 //! Invariant: every call reads its reply to the end, so a connection stays usable after a
 //! server-side exception (`TIOError`) is returned as an error.
@@ -103,6 +104,9 @@ impl TableSpec {
         format!("{}:{}", self.namespace, self.name)
     }
 }
+
+/// One version of a cell: `(family:qualifier, timestamp, value)`.
+pub type VersionedCell = (Vec<u8>, i64, Vec<u8>);
 
 type In = TBinaryInputProtocol<TBufferedReadTransport<ReadHalf<TTcpChannel>>>;
 type Out = TBinaryOutputProtocol<TBufferedWriteTransport<WriteHalf<TTcpChannel>>>;
@@ -236,6 +240,38 @@ impl Admin {
         self.disable_table(namespace, table)?;
         self.delete_table(namespace, table)?;
         Ok(true)
+    }
+
+    /// Up to `max_versions` versions of every cell of one row, through Thrift2's `get` (Thrift1
+    /// reads one version per cell of a row): `(family:qualifier, timestamp, value)` in
+    /// column order, newest version first. The only data call here; the inbox's feeds need it.
+    pub fn get_versions(
+        &mut self,
+        table: &str,
+        row: &[u8],
+        max_versions: i32,
+    ) -> Result<Vec<VersionedCell>> {
+        self.call(
+            "get",
+            table,
+            |o| {
+                o.write_field_begin(&TFieldIdentifier::new("table", TType::String, 1))?;
+                o.write_bytes(table.as_bytes())?;
+                o.write_field_end()?;
+                o.write_field_begin(&TFieldIdentifier::new("tget", TType::Struct, 2))?;
+                o.write_struct_begin(&TStructIdentifier::new("TGet"))?;
+                o.write_field_begin(&TFieldIdentifier::new("row", TType::String, 1))?;
+                o.write_bytes(row)?;
+                o.write_field_end()?;
+                o.write_field_begin(&TFieldIdentifier::new("maxVersions", TType::I32, 5))?;
+                o.write_i32(max_versions)?;
+                o.write_field_end()?;
+                o.write_field_stop()?;
+                o.write_struct_end()?;
+                o.write_field_end()
+            },
+            read_result_cells,
+        )
     }
 
     fn call_void(
@@ -373,6 +409,54 @@ fn write_family(o: &mut dyn TOutputProtocol, family: &FamilySpec) -> thrift::Res
     }
     o.write_field_stop()?;
     o.write_struct_end()
+}
+
+/// Reads a `TResult` struct: its `columnValues` as `(family:qualifier, timestamp, value)`.
+fn read_result_cells(i: &mut dyn TInputProtocol) -> thrift::Result<Vec<VersionedCell>> {
+    let mut cells = Vec::new();
+    i.read_struct_begin()?;
+    loop {
+        let field = i.read_field_begin()?;
+        match (field.field_type, field.id) {
+            (TType::Stop, _) => break,
+            (TType::List, Some(2)) => {
+                let list = i.read_list_begin()?;
+                for _ in 0..list.size {
+                    cells.push(read_column_value(i)?);
+                }
+                i.read_list_end()?;
+            }
+            // The row, binary: the crate's `skip` would read it as UTF-8.
+            (TType::String, _) => drop(i.read_bytes()?),
+            (ty, _) => i.skip(ty)?,
+        }
+        i.read_field_end()?;
+    }
+    i.read_struct_end()?;
+    Ok(cells)
+}
+
+/// Reads a `TColumnValue` struct: family (1), qualifier (2), value (3), timestamp (4).
+fn read_column_value(i: &mut dyn TInputProtocol) -> thrift::Result<VersionedCell> {
+    let (mut family, mut qualifier, mut value, mut ts) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    i.read_struct_begin()?;
+    loop {
+        let field = i.read_field_begin()?;
+        match (field.field_type, field.id) {
+            (TType::Stop, _) => break,
+            (TType::String, Some(1)) => family = i.read_bytes()?,
+            (TType::String, Some(2)) => qualifier = i.read_bytes()?,
+            (TType::String, Some(3)) => value = i.read_bytes()?,
+            (TType::I64, Some(4)) => ts = i.read_i64()?,
+            (TType::String, _) => drop(i.read_bytes()?),
+            (ty, _) => i.skip(ty)?,
+        }
+        i.read_field_end()?;
+    }
+    i.read_struct_end()?;
+    family.push(b':');
+    family.extend_from_slice(&qualifier);
+    Ok((family, ts, value))
 }
 
 /// Reads a `TIOError` struct and returns its message.

@@ -300,6 +300,39 @@ impl Connection {
             .find(|r| !r.cells.is_empty()))
     }
 
+    /// The rows of `keys` that exist, in one call.
+    pub fn get_rows(&mut self, table: &str, keys: &[Vec<u8>]) -> Result<Vec<Row>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self
+            .client
+            .get_rows(table.as_bytes().to_vec(), keys.to_vec(), BTreeMap::new());
+        let rows = rows.map_err(self.err("getRows", table))?;
+        Ok(rows
+            .into_iter()
+            .map(row_from_thrift)
+            .filter(|r| !r.cells.is_empty())
+            .collect())
+    }
+
+    /// Each column family of `table` with its `VERSIONS`.
+    pub fn family_versions(&mut self, table: &str) -> Result<BTreeMap<String, i32>> {
+        let families = self
+            .client
+            .get_column_descriptors(table.as_bytes().to_vec())
+            .map_err(self.err("getColumnDescriptors", table))?;
+        Ok(families
+            .into_iter()
+            .map(|(name, d)| {
+                // Thrift1 names a family `name:`.
+                let name = String::from_utf8_lossy(&name);
+                let name = name.trim_end_matches(':').to_string();
+                (name, d.max_versions.unwrap_or(1))
+            })
+            .collect())
+    }
+
     /// Rows whose key starts with `prefix`, in key order, at most `limit` of them.
     pub fn scan_prefix(&mut self, table: &str, prefix: &[u8], limit: usize) -> Result<Vec<Row>> {
         let mut out = Vec::new();

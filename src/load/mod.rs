@@ -272,6 +272,10 @@ struct RoutedPut {
 /// Puts a router gathers for one writer before handing them over.
 const ROUTE_GROUP: usize = 256;
 
+/// Batches' worth of bytes a Thrift writer holds across all its buffers before it sends them
+/// all.
+const HELD_BATCHES: usize = 8;
+
 /// One writer thread: its own Thrift connection, per-(table, region, timestamp) batches.
 fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterStats>) -> Result<()> {
     let mut conn = Connection::connect(&options.thrift, options.timeouts)?;
@@ -312,6 +316,19 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
         s.batches += 1;
         Ok(())
     };
+    // Sends every buffer, in key order.
+    let send_all = |conn: &mut Connection, buffers: &mut HashMap<(Table, u32, i64), Batch>| {
+        let mut keys: Vec<(Table, u32, i64)> = buffers.keys().copied().collect();
+        keys.sort();
+        for key in keys {
+            let (rows, bytes) = buffers.remove(&key).unwrap_or_default();
+            if !rows.is_empty() {
+                send(conn, key.0, key.2, rows, bytes)?;
+            }
+        }
+        Ok(())
+    };
+    let mut held = 0usize;
     for msg in rx {
         match msg {
             Msg::Rows(puts) => {
@@ -330,11 +347,21 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
                     let entry = buffers.entry((table, region, ts)).or_default();
                     entry.0.push(put);
                     entry.1 += size;
+                    held += size;
                     if entry.1 >= options.batch_bytes {
                         let (rows, bytes) = std::mem::take(entry);
+                        held -= bytes;
                         if let Err(e) = send(&mut conn, table, ts, rows, bytes) {
                             failed = Some(e);
                         }
+                    }
+                    // Many timestamps (the inbox's versions) make many small batches: past
+                    // a few batches' worth held, send them all rather than hold every one.
+                    if held >= HELD_BATCHES * options.batch_bytes && failed.is_none() {
+                        if let Err(e) = send_all(&mut conn, &mut buffers) {
+                            failed = Some(e);
+                        }
+                        held = 0;
                     }
                 }
             }
@@ -343,15 +370,11 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
                     Some(e) => Err(e),
                     None => Ok(()),
                 };
-                let mut keys: Vec<(Table, u32, i64)> = buffers.keys().copied().collect();
-                keys.sort();
-                for key in keys {
-                    let (rows, bytes) = buffers.remove(&key).unwrap_or_default();
-                    if result.is_ok() && !rows.is_empty() {
-                        result = send(&mut conn, key.0, key.2, rows, bytes);
-                    }
+                if result.is_ok() {
+                    result = send_all(&mut conn, &mut buffers);
                 }
                 buffers.clear();
+                held = 0;
                 let _ = ack.send(result);
             }
             Msg::Finish => {}
@@ -827,6 +850,20 @@ pub fn write_with(
     options: &LoadOptions,
     produce: &mut dyn FnMut(&mut PutSink<'_>) -> Result<()>,
 ) -> Result<LoadReport> {
+    let ts = cell_timestamp(&options.date)?;
+    write_timed_with(options, &mut |sink| produce(&mut |t, p| sink(t, p, ts)))
+}
+
+/// Where a producer hands puts whose cells carry a timestamp of their own: `(table, put, ts)`.
+pub type TimedPutSink<'a> = dyn FnMut(Table, Put, i64) -> Result<()> + Send + 'a;
+
+/// [`write_with`] for cells that carry their own timestamps (the inbox's versions): the
+/// writers batch the puts of one timestamp together, so a producer that emits them grouped
+/// by timestamp gets full batches.
+pub fn write_timed_with(
+    options: &LoadOptions,
+    produce: &mut dyn FnMut(&mut TimedPutSink<'_>) -> Result<()>,
+) -> Result<LoadReport> {
     let started = Instant::now();
     let ts = cell_timestamp(&options.date)?;
     ensure_tables(options)?;
@@ -836,7 +873,7 @@ pub fn write_with(
         ..LoadReport::default()
     };
     with_writers(options, None, ts, started, &mut report, &mut |router| {
-        produce(&mut |t, p| router.put(t, p)).and_then(|_| router.flush())
+        produce(&mut |t, p, at| router.put_at(t, p, at)).and_then(|_| router.flush())
     })?;
     Ok(report)
 }

@@ -163,14 +163,17 @@ pub fn run(
         Staged::new(&output.join(PATHS_TABLE), &dt, &tag),
     ];
     let result = (|| {
+        let bar = crate::progress::count(u64::from(n), "cascades");
         let parts: Vec<CascadesStats> = (0..n)
             .into_par_iter()
             .map(|p| {
                 let built = partition_of(fs, &inputs, p, n, options.top)?;
                 write_part(fs, &staged, p, &built, options.data_page_version)?;
+                bar.inc(1);
                 Ok(built.stats)
             })
             .collect::<Result<_>>()?;
+        bar.finish_and_clear();
         partition::commit(fs, &staged)?;
         let mut stats = CascadesStats {
             partitions: n,

@@ -288,13 +288,16 @@ pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<R
         .into_iter()
         .filter(|m| options.metrics.contains(m))
         .collect();
+    let bar = crate::progress::count(u64::from(n), "rank");
     let parts: Vec<compute::Partition> = (0..n)
         .into_par_iter()
         .map(|p| {
             let part = compute::partition(fs, inputs, day, p, n)?;
+            bar.inc(1);
             Ok(part.keep_top(&wanted, options.top))
         })
         .collect::<Result<_>>()?;
+    bar.finish_and_clear();
     let mut stats = RankStats {
         partitions: n,
         ..RankStats::default()

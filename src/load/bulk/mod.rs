@@ -90,7 +90,7 @@ fn table_code(t: Table) -> u8 {
 fn table_of(code: u8) -> Table {
     Table::ALL
         .into_iter()
-        .chain([Table::Friend, Table::Rank])
+        .chain([Table::Friend, Table::Rank, Table::Inbox])
         .find(|t| *t as u8 == code)
         .expect("our code")
 }

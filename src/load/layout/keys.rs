@@ -236,6 +236,16 @@ pub fn post_key_mid(key: &[u8]) -> Option<i64> {
     id_at(key, HASH_PREFIX_LEN + 16)
 }
 
+/// The author, time (ms) and mid of a `post` rowkey: the inverse of [`post_key`].
+pub fn post_key_parts(key: &[u8]) -> Option<(i64, i64, i64)> {
+    if key.len() != HASH_PREFIX_LEN + 24 {
+        return None;
+    }
+    let uid = id_at(key, HASH_PREFIX_LEN)?;
+    let created = reversed(id_at(key, HASH_PREFIX_LEN + 8)?);
+    Some((uid, created, post_key_mid(key)?))
+}
+
 #[cfg(test)]
 mod golden {
     //! Byte layouts other teams read with happybase, the HBase shell and Spark: any change
@@ -291,6 +301,11 @@ mod golden {
         );
         assert_eq!(user_key(UID).len(), 10);
         assert_eq!(post_key(UID, AT, MID).len(), 26);
+        assert_eq!(
+            post_key_parts(&post_key(UID, AT, MID)),
+            Some((UID, AT, MID))
+        );
+        assert_eq!(post_key_parts(&user_key(UID)), None);
         assert_eq!(user_post_key(UID, Relation::Post, AT, MID).len(), 27);
     }
 

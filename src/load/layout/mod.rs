@@ -38,6 +38,10 @@ pub enum Table {
     /// Written by `rank --load`: the daily leaderboards (not a table `load --tables` takes).
     #[value(skip)]
     Rank,
+    /// Written by `inbox --load`: the home feeds, K versions per followee (created by the
+    /// inbox job itself, with `VERSIONS = K`).
+    #[value(skip)]
+    Inbox,
 }
 
 impl Table {
@@ -62,6 +66,7 @@ impl Table {
             Table::UserByName => "user_by_name",
             Table::Friend => "friend",
             Table::Rank => "rank",
+            Table::Inbox => "inbox",
         }
     }
 
@@ -75,6 +80,8 @@ impl Table {
         let fam = |n: &str| FamilySpec::new(n).compression(compression);
         let families = match self {
             Table::User | Table::Post => vec![fam("info"), fam("count")],
+            // The feed entries (`f`, VERSIONS set by the job) and the celebrities followed.
+            Table::Inbox => vec![fam(INBOX_FAMILY), fam(CELEBRITY_FAMILY)],
             _ => vec![fam("r")],
         };
         TableSpec {
@@ -83,6 +90,20 @@ impl Table {
             families,
         }
     }
+}
+
+/// `inbox`: the family of the feed entries (qualifier: the followee's uid, 8 bytes
+/// big-endian; value: the post's `post` rowkey; one version per post, at its time), and the
+/// family of the celebrities followed (same qualifier; value: the fan count), read from the
+/// author's timeline at read time.
+pub const INBOX_FAMILY: &str = "f";
+pub const CELEBRITY_FAMILY: &str = "c";
+
+/// The `family:qualifier` column of an inbox cell: `family` and the followee's uid.
+pub fn inbox_column(family: &str, followee: i64) -> Vec<u8> {
+    let mut column = format!("{family}:").into_bytes();
+    column.extend_from_slice(&followee.to_be_bytes());
+    column
 }
 
 /// Every cell qualifier, `family:column`.

@@ -1,0 +1,191 @@
+//! `weibo-etl inbox`: home feeds materialised, the newest K posts of every followee, as
+//! Parquet and (with `--load`) as K cell versions per followee in the `inbox` table.
+
+use anyhow::{Context as _, Result};
+use chrono::NaiveDate;
+use weibo_etl::graph::inbox::{self, InboxOptions, InboxStats};
+use weibo_etl::hbase::admin::Admin;
+use weibo_etl::hbase::{Connection, Put};
+use weibo_etl::load::layout::{self, keys, Table, CELEBRITY_FAMILY, INBOX_FAMILY};
+use weibo_etl::load::{self, LoadOptions};
+use weibo_etl::report::Report;
+
+use super::Context;
+
+const EXAMPLES: &str = "\
+Examples:
+  weibo-etl inbox --input hdfs:///weibo/clean --output hdfs:///weibo/graph --date 2026-11-29
+  weibo-etl inbox --input hdfs:///weibo/clean --output hdfs:///weibo/graph --date 2026-11-29 \\
+      --k 20 --celebrity-threshold 50000 --load --regions 16
+  weibo-etl query feed 1669879400 --limit 20
+
+For every follow F -> A, the newest K posts of A (deleted posts left out) go to F's feed.
+Authors with more fans than --celebrity-threshold are not fanned out: `query feed` reads their
+newest K posts from their timeline (the post table) and merges them in.
+
+Output layout:
+  <output>/inbox/dt=<date>/part-NNNNN.parquet
+      uid, followee, mid, created_at, version
+  <output>/inbox_celebrities/dt=<date>/part-NNNNN.parquet
+      uid, fans
+With --load, the inbox table: row hash(uid)+uid; f:<followee> = the post's rowkey, one version
+per post at its time (VERSIONS = K); c:<celebrity followed> = its fan count.";
+
+/// Materialise home feeds: for every follow edge, the newest K posts of the followee, from the
+/// cleaned follows and posts of every night up to --date.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// The clean root: the folder holding follows/ and posts/
+    #[arg(long, value_name = "URL")]
+    input: String,
+    /// Folder the inbox and inbox_celebrities partitions are written under
+    #[arg(long, value_name = "URL")]
+    output: String,
+    /// Logical date of the run: names the dt= partitions
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
+    date: NaiveDate,
+    /// Posts kept per followee: the VERSIONS of the inbox table's f family
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    k: u32,
+    /// Authors with more fans than this are merged in at read time, not fanned out
+    #[arg(long, default_value_t = 10_000, value_name = "FANS")]
+    celebrity_threshold: u64,
+    /// Memory for the edges and posts held at once; above it the authors are cut into more
+    /// partitions
+    #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = super::parse_size)]
+    memory_budget: u64,
+    /// Also write the feeds into HBase's inbox table
+    #[arg(long)]
+    load: bool,
+    /// Regions a missing inbox table is pre-split into (with --load)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    regions: u32,
+    #[command(flatten)]
+    parquet: super::ParquetArgs,
+}
+
+pub fn run(ctx: &Context, args: Args) -> Result<()> {
+    let mut report = Report::new("inbox");
+    let date = args.date.format("%Y-%m-%d").to_string();
+    let options = InboxOptions {
+        date: date.clone(),
+        k: args.k as usize,
+        celebrity_threshold: args.celebrity_threshold,
+        memory_budget: args.memory_budget,
+        data_page_version: args.parquet.data_page_version,
+    };
+    let outcome = (|| -> Result<(InboxStats, Option<load::LoadReport>)> {
+        let clean = ctx.fs.parse(&args.input)?;
+        let output = ctx.fs.parse(&args.output)?;
+        if !args.load {
+            let stats = inbox::run(&ctx.fs, &clean, &output, &options, &mut |_| Ok(()))
+                .context("building the inbox")?;
+            return Ok((stats, None));
+        }
+        ensure_inbox_table(ctx, args.k, args.regions)?;
+        let load_options = LoadOptions {
+            regions: args.regions,
+            ..ctx.load_options(String::new(), date.clone(), Vec::new())
+        };
+        let run_ts = load::cell_timestamp(&date)?;
+        let mut stats = None;
+        let written = load::write_timed_with(&load_options, &mut |sink| {
+            let s = inbox::run(&ctx.fs, &clean, &output, &options, &mut |built| {
+                for a in &built.authors {
+                    if a.celebrity {
+                        let column = layout::inbox_column(CELEBRITY_FAMILY, a.uid);
+                        let fans = (a.fans.len() as i64).to_be_bytes();
+                        for &f in &a.fans {
+                            let put = Put {
+                                key: keys::user_key(f),
+                                cells: vec![(column.clone(), fans.to_vec())],
+                            };
+                            sink(Table::Inbox, put, run_ts)?;
+                        }
+                        continue;
+                    }
+                    // Post by post, so the writers batch each version's cells together.
+                    let column = layout::inbox_column(INBOX_FAMILY, a.uid);
+                    for &(created, mid, version) in &a.posts {
+                        let post = keys::post_key(a.uid, created, mid);
+                        for &f in &a.fans {
+                            let put = Put {
+                                key: keys::user_key(f),
+                                cells: vec![(column.clone(), post.clone())],
+                            };
+                            sink(Table::Inbox, put, version)?;
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+            stats = Some(s);
+            Ok(())
+        })
+        .context("writing the inbox table")?;
+        let stats = stats.context("the inbox job produced no report")?;
+        Ok((stats, Some(written)))
+    })();
+    let (s, written) = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            ctx.finish_report(&report, Some(&format!("{e:#}")))?;
+            return Err(e);
+        }
+    };
+    eprintln!(
+        "edges {}: {} fanned out, {} to {} celebrities (more than {} fans) left to read time, \
+         {} to authors without posts; {} feed entries of {} posts (K = {}; {} deleted posts \
+         left out)",
+        s.edges,
+        s.edges_fanned_out,
+        s.edges_to_celebrities,
+        s.celebrities_skipped,
+        s.celebrity_threshold,
+        s.edges_without_posts,
+        s.entries,
+        s.posts,
+        s.k,
+        s.posts_deleted
+    );
+    if let Some(w) = &written {
+        eprintln!(
+            "hbase: {} cells in {:.2}s into {}:inbox",
+            w.rows, w.seconds, ctx.global.namespace
+        );
+        report.set("load", w);
+    }
+    report.set("inbox", &s);
+    ctx.finish_report(&report, None)
+}
+
+/// Creates the inbox table with `VERSIONS = k` on `f`, or checks that the one there has it:
+/// HBase keeps at most VERSIONS cells a column, so another K would silently cut or pad feeds.
+fn ensure_inbox_table(ctx: &Context, k: u32, regions: u32) -> Result<()> {
+    let ns = &ctx.global.namespace;
+    let mut admin = Admin::connect(&ctx.admin_addr(), ctx.timeouts)?;
+    admin.ensure_namespace(ns)?;
+    if !admin.table_exists(ns, Table::Inbox.name())? {
+        let mut spec = Table::Inbox.spec(ns, weibo_etl::hbase::admin::Compression::None);
+        for f in &mut spec.families {
+            if f.name == INBOX_FAMILY {
+                f.max_versions = k as i32;
+            }
+        }
+        admin.create_table(&spec, &keys::split_points(regions))?;
+        return Ok(());
+    }
+    let table = Table::Inbox.in_namespace(ns);
+    let mut conn = Connection::connect(&ctx.global.hbase, ctx.timeouts)?;
+    let versions = conn.family_versions(&table)?;
+    match versions.get(INBOX_FAMILY) {
+        Some(&v) if v == k as i32 => Ok(()),
+        found => Err(weibo_etl::Error::Usage(format!(
+            "{table} keeps {} versions of {INBOX_FAMILY}, not --k {k}: drop it first \
+             (weibo-etl tables drop) to change K",
+            found.map_or("no".to_string(), |v| v.to_string())
+        ))
+        .into()),
+    }
+}

@@ -1,0 +1,305 @@
+//! `inbox`: the feed entries of a generated history against DuckDB's window query over the
+//! same Parquet (benches/peers/duckdb_inbox.py), and (with the local cluster) `query feed`
+//! for chosen users against DuckDB's naive feed, celebrities included, after a rerun and
+//! after a second night.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::harness::{bin, run, stderr};
+use crate::test_clean::parquet_rows;
+
+const NIGHTS: [&str; 2] = ["2026-11-28", "2026-11-29"];
+const K: usize = 3;
+/// Low enough that the generated graph's most followed authors are celebrities.
+const THRESHOLD: u64 = 15;
+
+fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+/// Two nights of generated crawls, cleaned under `<dir>/clean`: increments (records
+/// re-crawled), and with `extra` on the first night a larger data set whose authors have many
+/// fans and posts. The two data sets share ids, so with `extra` some mids move to another
+/// author on the second night: each night's entries still follow the newest records, but
+/// HBase keeps the first night's cells of a moved post (docs/design/inbox.md), so the feed
+/// test reads the increments alone.
+fn history(dir: &Path, extra_on_first_night: bool) -> PathBuf {
+    let (raw, extra) = (dir.join("raw"), dir.join("extra"));
+    ok(run(bin()
+        .args(["-q", "gen", "--out"])
+        .arg(&raw)
+        .args(["--nights", "2", "--date", NIGHTS[0]])));
+    if extra_on_first_night {
+        ok(run(bin().args(["-q", "gen", "--out"]).arg(&extra).args([
+            "--users", "3000", "--days", "3", "--date", NIGHTS[0], "--seed", "11",
+        ])));
+    }
+    let clean = dir.join("clean");
+    for (i, night) in NIGHTS.iter().enumerate() {
+        let mut cmd = bin();
+        cmd.args(["-q", "clean", "--input"])
+            .arg(raw.join(format!("dt={night}")));
+        if i == 0 && extra_on_first_night {
+            cmd.arg("--input").arg(&extra);
+        }
+        ok(run(cmd.arg("--output").arg(&clean).args(["--date", night])));
+    }
+    clean
+}
+
+fn inbox(clean: &Path, graph: &Path, date: &str, extra: &[&str]) -> Value {
+    let report = graph.join(format!("inbox-{date}.json"));
+    ok(run(bin()
+        .args(["-q", "--report"])
+        .arg(&report)
+        .args(["inbox", "--input"])
+        .arg(clean)
+        .arg("--output")
+        .arg(graph)
+        .args(["--date", date, "--k", &K.to_string()])
+        .args(["--celebrity-threshold", &THRESHOLD.to_string()])
+        .args(extra)));
+    let v: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    v["inbox"].clone()
+}
+
+/// Our entries as `(uid, followee, mid)`, checking each `(uid, followee)`'s versions
+/// strictly decrease and never pass the post's time.
+fn entries(graph: &Path, date: &str) -> Vec<(i64, i64, i64)> {
+    let dir = graph.join("inbox").join(format!("dt={date}"));
+    assert!(
+        dir.join("_SUCCESS").exists(),
+        "{} is not committed",
+        dir.display()
+    );
+    let mut last: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for line in parquet_rows(&dir).lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let (uid, followee, mid) = (
+            v["uid"].as_i64().unwrap(),
+            v["followee"].as_i64().unwrap(),
+            v["mid"].as_i64().unwrap(),
+        );
+        let version = v["version"].as_i64().unwrap();
+        let created = chrono::DateTime::parse_from_rfc3339(v["created_at"].as_str().unwrap())
+            .unwrap()
+            .timestamp_millis();
+        assert!(version <= created, "{line}");
+        if let Some(prev) = last.insert((uid, followee), version) {
+            assert!(
+                version < prev,
+                "versions of {uid} -> {followee} do not decrease: {line}"
+            );
+        }
+        rows.push((uid, followee, mid));
+    }
+    rows.sort_unstable();
+    rows
+}
+
+fn peer() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/duckdb_inbox.py")
+}
+
+/// DuckDB's entries, and its feeds of `uids` when given.
+fn duckdb(clean: &Path, date: &str, scratch: &Path, feeds: &[i64], limit: usize) -> Duck {
+    let (csv, feeds_csv) = (scratch.join("duck.csv"), scratch.join("duck-feeds.csv"));
+    let mut cmd = Command::new("python3");
+    cmd.arg(peer())
+        .arg(clean)
+        .args([date, &K.to_string(), &THRESHOLD.to_string()])
+        .arg(&csv);
+    if !feeds.is_empty() {
+        let uids: Vec<String> = feeds.iter().map(i64::to_string).collect();
+        cmd.args([uids.join(","), limit.to_string()])
+            .arg(&feeds_csv);
+    }
+    let out = cmd.output().expect("run python3");
+    assert!(
+        out.status.success(),
+        "DuckDB peer failed (pip install duckdb): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let numbers = |path: &Path| -> Vec<Vec<i64>> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+            .collect()
+    };
+    let entries = numbers(&csv)
+        .into_iter()
+        .map(|f| (f[0], f[1], f[2]))
+        .collect();
+    let mut by_user: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    if !feeds.is_empty() {
+        for f in numbers(&feeds_csv) {
+            by_user.entry(f[0]).or_default().push(f[2]);
+        }
+    }
+    Duck {
+        entries,
+        feeds: by_user,
+    }
+}
+
+struct Duck {
+    entries: Vec<(i64, i64, i64)>,
+    feeds: BTreeMap<i64, Vec<i64>>,
+}
+
+/// Every entry of both nights equals DuckDB's, with some authors skipped as celebrities;
+/// many small partitions give the same entries.
+#[test]
+fn entries_equal_duckdbs_window_query_over_two_nights() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = history(dir.path(), true);
+    let graph = dir.path().join("graph");
+    for night in NIGHTS {
+        let stats = inbox(&clean, &graph, night, &[]);
+        let ours = entries(&graph, night);
+        assert!(
+            stats["celebrities_skipped"].as_u64().unwrap() > 0,
+            "{stats}"
+        );
+        assert!(stats["edges_fanned_out"].as_u64().unwrap() > 0, "{stats}");
+        assert_eq!(
+            stats["entries"].as_u64().unwrap(),
+            ours.len() as u64,
+            "{stats}"
+        );
+        let e = |k: &str| stats[k].as_u64().unwrap();
+        assert_eq!(
+            e("edges"),
+            e("edges_fanned_out") + e("edges_to_celebrities") + e("edges_without_posts"),
+            "every edge is accounted for: {stats}"
+        );
+        let duck = duckdb(&clean, night, dir.path(), &[], 0);
+        assert_eq!(ours, duck.entries, "{night}");
+        inbox(&clean, &graph, night, &["--memory-budget", "64KiB"]);
+        assert_eq!(entries(&graph, night), ours, "{night}, many partitions");
+    }
+}
+
+#[cfg(feature = "integration")]
+mod cluster_tests {
+    use super::*;
+    use crate::harness::cluster;
+
+    /// The mids of a user's feed, and how many came from a celebrity's timeline.
+    fn feed(ns: &str, uid: i64, limit: usize) -> (Vec<i64>, usize) {
+        let out = ok(run(bin().args([
+            "--namespace",
+            ns,
+            "query",
+            "feed",
+            &uid.to_string(),
+            "--limit",
+            &limit.to_string(),
+        ])));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(v["calls"].as_array().is_some_and(|c| !c.is_empty()), "{v}");
+        let posts = v["result"]["feed"].as_array().unwrap();
+        let from_timelines = posts.iter().filter(|p| p["via"] == "timeline").count();
+        let mids = posts.iter().map(|p| p["mid"].as_i64().unwrap()).collect();
+        (mids, from_timelines)
+    }
+
+    /// Users to read: those with the most feed entries, and followers of a celebrity.
+    fn chosen(graph: &Path, clean: &Path, date: &str) -> Vec<i64> {
+        let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+        for (uid, _, _) in entries(graph, date) {
+            *counts.entry(uid).or_default() += 1;
+        }
+        let mut busiest: Vec<(usize, i64)> = counts.into_iter().map(|(u, n)| (n, u)).collect();
+        busiest.sort_unstable_by(|a, b| b.cmp(a));
+        let mut users: BTreeSet<i64> = busiest.iter().take(4).map(|&(_, u)| u).collect();
+        let celebrities: BTreeSet<i64> =
+            parquet_rows(&graph.join("inbox_celebrities").join(format!("dt={date}")))
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<Value>(l).unwrap()["uid"]
+                        .as_i64()
+                        .unwrap()
+                })
+                .collect();
+        let follows = parquet_rows(&clean.join("follows").join(format!("dt={date}")));
+        let fans_of_celebrities = follows.lines().filter_map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            celebrities
+                .contains(&v["followee"].as_i64().unwrap())
+                .then(|| v["follower"].as_i64().unwrap())
+        });
+        users.extend(fans_of_celebrities.take(3));
+        users.into_iter().collect()
+    }
+
+    /// Night by night: load, inbox --load, and every chosen user's feed equals DuckDB's naive
+    /// feed; a rerun of the night's inbox leaves the feeds as they were.
+    #[test]
+    fn query_feed_equals_the_naive_feed_night_after_night() {
+        cluster::ensure();
+        let dir = tempfile::tempdir().unwrap();
+        let clean = history(dir.path(), false);
+        let graph = dir.path().join("graph");
+        let ns = cluster::Scratch::new("inbox_feed");
+        let limit = 50;
+        for night in NIGHTS {
+            ok(run(bin()
+                .args(["-q", "--namespace", &ns, "load", "--input"])
+                .arg(&clean)
+                .args(["--date", night])));
+            ok(run(bin()
+                .args(["-q", "--namespace", &ns, "inbox", "--input"])
+                .arg(&clean)
+                .arg("--output")
+                .arg(&graph)
+                .args(["--date", night, "--k", &K.to_string(), "--load"])
+                .args(["--celebrity-threshold", &THRESHOLD.to_string()])));
+            let users = chosen(&graph, &clean, night);
+            let duck = duckdb(&clean, night, dir.path(), &users, limit);
+            let (mut nonempty, mut from_timelines) = (0, 0);
+            for &uid in &users {
+                let want = duck.feeds.get(&uid).cloned().unwrap_or_default();
+                nonempty += usize::from(!want.is_empty());
+                let (got, timeline) = feed(&ns, uid, limit);
+                from_timelines += timeline;
+                assert_eq!(got, want, "{night}: feed of {uid}");
+            }
+            assert!(nonempty >= 4, "{night}: the chosen users have feeds");
+            assert!(
+                from_timelines > 0,
+                "{night}: celebrities' posts are merged in"
+            );
+        }
+        // A rerun of the last night writes the same cells.
+        let last = NIGHTS[1];
+        let users = chosen(&graph, &clean, last);
+        let before: Vec<(Vec<i64>, usize)> = users.iter().map(|&u| feed(&ns, u, limit)).collect();
+        ok(run(bin()
+            .args(["-q", "--namespace", &ns, "inbox", "--input"])
+            .arg(&clean)
+            .arg("--output")
+            .arg(&graph)
+            .args(["--date", last, "--k", &K.to_string(), "--load"])
+            .args(["--celebrity-threshold", &THRESHOLD.to_string()])));
+        let after: Vec<(Vec<i64>, usize)> = users.iter().map(|&u| feed(&ns, u, limit)).collect();
+        assert_eq!(after, before);
+        // Another K would change what the table keeps: refused, not silently cut.
+        let other = run(bin()
+            .args(["-q", "--namespace", &ns, "inbox", "--input"])
+            .arg(&clean)
+            .arg("--output")
+            .arg(&graph)
+            .args(["--date", last, "--k", "5", "--load"]));
+        assert_eq!(other.status.code(), Some(2), "{}", stderr(&other));
+        assert!(stderr(&other).contains("not --k 5"), "{}", stderr(&other));
+    }
+}
