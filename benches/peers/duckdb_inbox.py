@@ -7,7 +7,8 @@ Reads every committed night (dt=<night>/ with _SUCCESS) of CLEAN_ROOT's follows 
 to DATE and computes what docs/design/inbox.md defines: each mid's newest night's record,
 without deleted posts or posts without author; each author's newest K (`row_number() over
 (partition by uid order by created_at desc, mid)`); for every distinct follow edge to an author
-with at most THRESHOLD fans, those K. Writes OUT.csv (`uid,followee,mid`, sorted) and, given
+with at most THRESHOLD fans, those K. Writes OUT.csv (`uid,followee,mid`, sorted; or, when
+OUT ends with .parquet, a Parquet file as `inbox` writes, unsorted) and, given
 FEED_UIDS (comma-separated), FEEDS.csv (`uid,rank,mid`): each user's feed, the newest K of
 every followee, celebrities included, merged newest first, at most FEED_LIMIT. Prints one JSON
 line: peer, job, rows, seconds, peak_rss_mb.
@@ -50,15 +51,20 @@ def main(argv):
                   AND NOT coalesce(is_deleted, false)))
         WHERE r <= {k}""")
     db.execute("CREATE TEMP TABLE fans AS SELECT followee, count(*) AS n FROM edges GROUP BY followee")
-    rows = db.execute(f"""
-        SELECT e.follower, e.followee, p.mid
+    entries = f"""
+        SELECT e.follower AS uid, e.followee, p.mid, p.created
         FROM edges e JOIN fans f USING (followee) JOIN newest p ON p.uid = e.followee
-        WHERE f.n <= {threshold}
-        ORDER BY 1, 2, 3""").fetchall()
-    with open(target, "w") as out:
-        out.write("uid,followee,mid\n")
-        for r in rows:
-            out.write(f"{r[0]},{r[1]},{r[2]}\n")
+        WHERE f.n <= {threshold}"""
+    if target.endswith(".parquet"):
+        db.execute(f"COPY ({entries}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)")
+        rows = db.execute(f"SELECT count(*) FROM read_parquet('{target}')").fetchone()[0]
+    else:
+        found = db.execute(f"SELECT uid, followee, mid FROM ({entries}) ORDER BY 1, 2, 3").fetchall()
+        rows = len(found)
+        with open(target, "w") as out:
+            out.write("uid,followee,mid\n")
+            for r in found:
+                out.write(f"{r[0]},{r[1]},{r[2]}\n")
     if len(argv) == 8:
         uids = [int(u) for u in argv[5].split(",") if u]
         limit = int(argv[6])
@@ -73,7 +79,7 @@ def main(argv):
                     out.write(f"{uid},{rank},{mid}\n")
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"peer": "duckdb", "job": "inbox", "rows": len(rows),
+    print(json.dumps({"peer": "duckdb", "job": "inbox", "rows": rows,
                       "seconds": round(elapsed, 3), "peak_rss_mb": round(peak, 1)}))
 
 
