@@ -52,12 +52,14 @@ fn dry_run_prints_every_stage_command_and_touches_nothing() {
         "{line}"
     );
     assert!(
-        line.trim_end()
-            .ends_with("s; clean planned, load planned, friends planned, rank planned"),
+        line.trim_end().ends_with(
+            "s; clean planned, load planned, friends planned, rank planned, inbox planned, \
+                 cascades planned"
+        ),
         "{line}"
     );
     let plan = stderr(&out);
-    for stage in ["clean", "load", "friends", "rank"] {
+    for stage in ["clean", "load", "friends", "rank", "inbox", "cascades"] {
         assert!(
             plan.contains(&format!("2026-11-29: {stage} would run: weibo-etl")),
             "{plan}"
@@ -70,11 +72,13 @@ fn dry_run_prints_every_stage_command_and_touches_nothing() {
         0,
         "a dry run writes nothing"
     );
-    // --namespace on the command line is the run's namespace, as --set namespace= would be.
+    // --namespace on the command line is the run's namespace, as --set namespace= would be
+    // (a local root: planning friends lists the follows nights, and needs no HDFS here).
     let out = run(bin()
         .args(["--namespace", "other", "run"])
         .arg(job_file())
-        .args(["--date", "2026-11-29", "--dry-run"]));
+        .args(["--date", "2026-11-29", "--dry-run", "--set"])
+        .arg(format!("root={}", dir.path().display())));
     assert!(
         stdout(&out).starts_with("nightly 2026-11-29 other: ok"),
         "{}",
@@ -291,7 +295,7 @@ mod on_the_cluster {
     fn all_tables(conn: &mut Connection, ns: &str) -> Vec<(String, (u64, String))> {
         cluster::every_table()
             .into_iter()
-            .chain(["rank"])
+            .chain(["rank", "inbox"])
             .map(|t| (t.to_string(), table_digest(conn, &format!("{ns}:{t}"))))
             .collect()
     }
@@ -394,7 +398,7 @@ mod on_the_cluster {
             .unwrap();
         let run_report: Value = serde_json::from_slice(&run_report).unwrap();
         assert_eq!(run_report["ok"], true);
-        assert_eq!(run_report["stages"].as_array().unwrap().len(), 4);
+        assert_eq!(run_report["stages"].as_array().unwrap().len(), 6);
 
         // Night 1 again after night 3, forced through every stage: nothing a reader sees moves.
         let tables = all_tables(&mut conn(), &ns);
@@ -411,7 +415,10 @@ mod on_the_cluster {
         );
         // Unforced, every stage is committed and skipped.
         let out = ok(run(&mut run_cmd(&root, &raw, &ns, &["--date", NIGHTS[2]])));
-        assert!(stdout(&out).contains("clean skipped, load skipped, friends skipped, rank skipped"));
+        assert!(stdout(&out).contains(
+            "clean skipped, load skipped, friends skipped, rank skipped, inbox skipped, \
+             cascades skipped"
+        ));
 
         // A run killed in its load stage: the next one (breaking the stale lock) finishes with the
         // same tables as the uninterrupted run.
@@ -531,7 +538,7 @@ mod on_the_cluster {
             )));
             if night == NIGHTS[1] {
                 let line = stdout(&out);
-                for stage in ["friends", "rank"] {
+                for stage in ["friends", "rank", "inbox", "cascades"] {
                     assert!(
                         line.contains(&format!("{stage} of {}", NIGHTS[2])),
                         "{line}"

@@ -1,7 +1,7 @@
 //! `weibo-etl demo`: the whole pipeline on the local cluster and `sample_data/`, end to end.
 //!
 //! It starts the cluster, puts the raw sample into HDFS the way the nightly crawl lands, runs
-//! the nightly job (`jobs/nightly.toml`: clean, load, friends, rank) on it as cron would, and
+//! the nightly job (`jobs/nightly.toml`: clean, load, friends, rank, inbox, cascades) on it as cron would, and
 //! queries the result. Each stage that lands in the job file shows up here.
 
 use std::path::PathBuf;
@@ -180,6 +180,23 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
                 }
                 println!("      boards under {}/rank/dt={}", args.graph, args.date);
             }
+            "inbox" => println!(
+                "      inbox: {} feed entries for {} follow edges, {} celebrities read at query \
+                 time, under {}/inbox/dt={}",
+                r["inbox"]["entries"],
+                r["inbox"]["edges"],
+                r["inbox"]["celebrities_skipped"],
+                args.graph,
+                args.date
+            ),
+            "cascades" => println!(
+                "      cascades: {} reposts in {} cascades, deepest {}, under {}/cascades/dt={}",
+                r["cascades"]["reposts"],
+                r["cascades"]["cascades"],
+                r["cascades"]["max_depth"],
+                args.graph,
+                args.date
+            ),
             _ => {}
         }
     }

@@ -26,7 +26,7 @@ const EXAMPLES: &str = "\
 Examples:
   weibo-etl run jobs/nightly.toml                         # yesterday (Asia/Shanghai)
   weibo-etl run jobs/nightly.toml --date 2026-11-29       # rerun one night: committed stages skip
-  weibo-etl run jobs/nightly.toml --date 2026-11-29 --from load    # load, friends and rank again
+  weibo-etl run jobs/nightly.toml --date 2026-11-29 --from load    # load and the stages after it
   weibo-etl run jobs/nightly.toml --date-range 2026-11-01..2026-11-30   # backfill a month
   weibo-etl run jobs/nightly.toml --set root=/data/weibo --set namespace=test --dry-run
 
@@ -39,8 +39,8 @@ committed stage is skipped unless --force or --from says otherwise, and once a s
 the later ones run too. stdout gets one summary line per date; the exit code is the failing
 stage's (see weibo-etl --help), 6 when the lock is held.";
 
-/// Run the nightly pipeline of a job file (clean -> load -> friends -> rank) for a date or a
-/// range of dates: each stage as a child process, committed stages skipped, one lock per job
+/// Run the nightly pipeline of a job file (clean -> load -> friends -> rank -> inbox ->
+/// cascades) for a date or a range of dates: each stage as a child process, committed stages skipped, one lock per job
 /// and namespace.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
@@ -314,15 +314,15 @@ fn stages(
         launch(ctx, &stage.name, date, command, &report_at, outcomes)?;
         ran = true;
     }
-    // An older night that changed the history: the newest night's friends and boards fold
-    // it in (each reads every night up to its own).
+    // An older night that changed the history: the newest night's graph jobs fold it in
+    // (each reads every night up to its own).
     if !ran || args.dry_run {
         return Ok(());
     }
     for stage in job
         .stages
         .iter()
-        .filter(|s| s.name == "friends" || s.name == "rank")
+        .filter(|s| ["friends", "rank", "inbox", "cascades"].contains(&s.name.as_str()))
     {
         let Some(newest) = newest_committed(ctx, job, stage, date)? else {
             continue;
@@ -416,7 +416,7 @@ fn committed_report(
     }
     let place = match stage.name.as_str() {
         "clean" => job.place("clean", date),
-        "friends" | "rank" => job.place("graph", date),
+        "friends" | "rank" | "inbox" | "cascades" => job.place("graph", date),
         _ => job.place("root", date),
     };
     let place = ctx.fs.parse(&place)?;
@@ -595,6 +595,12 @@ fn figure(stage: &str, report: &Value) -> String {
                 .as_array()
                 .map_or(0, Vec::len)
         ),
+        "inbox" => format!(
+            " ({} feed entries, {} celebrities)",
+            n(&report["inbox"]["entries"]),
+            n(&report["inbox"]["celebrities_skipped"])
+        ),
+        "cascades" => format!(" ({} cascades)", n(&report["cascades"]["cascades"])),
         _ => String::new(),
     }
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 
 /// The stages a job can name, in the only order they may run.
-pub const STAGES: [&str; 4] = ["clean", "load", "friends", "rank"];
+pub const STAGES: [&str; 6] = ["clean", "load", "friends", "rank", "inbox", "cascades"];
 
 /// Stage flags `run` sets itself: a job file giving them would fight the run (a `resume`
 /// after clean ran again, a report elsewhere than where committed stages are looked for).
@@ -268,8 +268,8 @@ impl Job {
                 push("--output", self.place("clean", date));
             }
             "load" => push("--input", self.place("clean", date)),
-            // The friends of the same night are under the same graph folder.
-            "rank" => {
+            // The friends of the same night are under the same graph folder (rank reads them).
+            "rank" | "inbox" | "cascades" => {
                 push("--input", self.place("clean", date));
                 push("--output", self.place("graph", date));
             }
@@ -320,7 +320,7 @@ mod tests {
 name = "nightly"
 root = "hdfs:///weibo"
 raw = "{root}/raw/dt={date}"
-stages = ["clean", "load", "friends", "rank"]
+stages = ["clean", "load", "friends", "rank", "inbox", "cascades"]
 
 [options.clean]
 max-reject-ratio = 0.05
@@ -333,6 +333,9 @@ load = true
 
 [options.rank]
 top = 50
+
+[options.inbox]
+k = 20
 "#;
 
     fn no_env(_: &str) -> Option<String> {
@@ -369,6 +372,11 @@ top = 50
             job.stage_args(&job.stages[3], "2026-11-29", &[]).join(" "),
             "rank --input hdfs:///weibo/clean --output hdfs:///weibo/graph \
              --date 2026-11-29 --top 50"
+        );
+        assert_eq!(
+            job.stage_args(&job.stages[4], "2026-11-29", &[]).join(" "),
+            "inbox --input hdfs:///weibo/clean --output hdfs:///weibo/graph \
+             --date 2026-11-29 --k 20"
         );
         assert_eq!(job.lock_path(), "hdfs:///weibo/_runs/weibo/nightly.lock");
         assert_eq!(

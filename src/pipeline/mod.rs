@@ -1,5 +1,5 @@
 //! The nightly pipeline that `weibo-etl run` drives: a job file ([`job`]) names the stages
-//! (clean → load → friends → rank) and where their data lives; each date's run takes the job's
+//! (clean → load → friends → rank → inbox → cascades) and where their data lives; each date's run takes the job's
 //! [`lock`], runs the stages that are not committed yet as child processes of this binary,
 //! and records what each did under `<root>/_runs/<namespace>/dt=<date>/`.
 //!
@@ -47,7 +47,7 @@ pub fn output_committed(
             Ok(false)
         }
         "friends" => fs.exists(&place.join("friends").join(&dt).join("_SUCCESS")),
-        "rank" => fs.exists(&place.join("rank").join(&dt).join("_SUCCESS")),
+        "rank" | "inbox" | "cascades" => fs.exists(&place.join(stage).join(&dt).join("_SUCCESS")),
         _ => Ok(true),
     }
 }
