@@ -266,6 +266,23 @@ impl Staged {
             target: parent.join(name),
         }
     }
+
+    /// Writes `batch` as part `p` (`part-NNNNN.parquet`) of this staged partition, typed
+    /// encodings and the given data page version: one part per hash partition of a job.
+    pub fn write_part(
+        &self,
+        fs: &FileSystems,
+        p: u32,
+        batch: &RecordBatch,
+        data_page_version: u8,
+    ) -> Result<()> {
+        let schema = batch.schema();
+        let props = with_data_page_version(typed_properties(&schema), data_page_version).build();
+        let location = self.tmp.join(&format!("part-{p:05}.parquet"));
+        let mut writer = ParquetWriter::create_staged(fs, &location, schema, props)?;
+        writer.write(batch)?;
+        writer.finish()
+    }
 }
 
 /// A tag unique to this run, for staging folder names.

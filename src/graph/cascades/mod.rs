@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use crate::dataset::cascades::{cascades_schema, paths_schema, CASCADES_TABLE, PATHS_TABLE};
 use crate::dataset::columns;
-use crate::dataset::partition::{self, ParquetWriter, Staged};
+use crate::dataset::partition::{self, Staged};
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
@@ -395,17 +395,6 @@ fn write_part(
         ],
     )
     .expect("columns of the schema");
-    for (stage, batch) in staged.iter().zip([cascades, repost_paths]) {
-        let schema = batch.schema();
-        let props = partition::with_data_page_version(
-            partition::typed_properties(&schema),
-            data_page_version,
-        )
-        .build();
-        let location = stage.tmp.join(&format!("part-{p:05}.parquet"));
-        let mut writer = ParquetWriter::create_staged(fs, &location, schema, props)?;
-        writer.write(&batch)?;
-        writer.finish()?;
-    }
-    Ok(())
+    staged[0].write_part(fs, p, &cascades, data_page_version)?;
+    staged[1].write_part(fs, p, &repost_paths, data_page_version)
 }

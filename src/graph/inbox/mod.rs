@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::dataset::columns;
 use crate::dataset::inbox::{celebrities_schema, inbox_schema, CELEBRITIES_TABLE, INBOX_TABLE};
-use crate::dataset::partition::{self, ParquetWriter, Staged};
+use crate::dataset::partition::{self, Staged};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
@@ -367,17 +367,6 @@ fn write_part(
         ],
     )
     .expect("columns of the schema");
-    for (stage, batch) in staged.iter().zip([inbox, celebrities]) {
-        let schema = batch.schema();
-        let props = partition::with_data_page_version(
-            partition::typed_properties(&schema),
-            data_page_version,
-        )
-        .build();
-        let location = stage.tmp.join(&format!("part-{p:05}.parquet"));
-        let mut writer = ParquetWriter::create_staged(fs, &location, schema, props)?;
-        writer.write(&batch)?;
-        writer.finish()?;
-    }
-    Ok(())
+    staged[0].write_part(fs, p, &inbox, data_page_version)?;
+    staged[1].write_part(fs, p, &celebrities, data_page_version)
 }
