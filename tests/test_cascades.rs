@@ -101,6 +101,10 @@ fn sample_cascades_are_hand_checked_and_golden() {
     assert!(s["roots_not_crawled"].as_u64().unwrap() >= 1, "{s}");
     assert_eq!(s["top"][0]["root_mid"], 4974000000000100i64, "{s}");
 
+    // In root order, each cascade's paths as placed: the same however many partitions.
+    let (mut cascades, mut paths) = (cascades.clone(), paths.clone());
+    cascades.sort_by_key(|c| c["root_mid"].as_i64());
+    paths.sort_by_key(|p| p["root_mid"].as_i64());
     let mut golden = String::new();
     for c in &cascades {
         golden.push_str(&format!("cascade {c}\n"));
@@ -179,5 +183,70 @@ fn generated_cascades_equal_the_truth() {
             .map(|b| format!("{b:02x}"))
             .collect();
         assert_eq!(md5, truth["md5"].as_str().unwrap(), "{budget}");
+    }
+}
+
+/// A later night's record of a mid replaces the earlier one: a repost re-crawled as a plain
+/// post leaves its cascade (the repost that named its author falls back to the root), and a
+/// repost re-crawled with another chain hangs under the parent that chain names.
+#[test]
+fn a_later_nights_record_replaces_the_earlier_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clean, graph) = (dir.path().join("clean"), dir.path().join("graph"));
+    let next = "2026-11-30";
+    let night2 = dir.path().join("night2").join("posts");
+    std::fs::create_dir_all(&night2).unwrap();
+    let post = |mid: &str, uid: &str, at: &str, text: &str, retweet: &str| {
+        serde_json::json!({
+            "mid": mid, "bid": "", "uid": uid, "created_at": at, "text": text,
+            "source": "iPhone", "reposts_count": "0", "comments_count": "0",
+            "attitudes_count": "0", "topics": "", "at_users": "", "pics": "",
+            "retweet_mid": retweet, "crawl_time": "2026-11-30 23:20:00"
+        })
+        .to_string()
+    };
+    let lines = [
+        // 好美 is no longer a repost.
+        post("4974000000000101", "2100000002", "2026-11-29 09:00:00", "好美", ""),
+        // 围观 now names 南山, whose repost (10:00) came before it (12:00).
+        post(
+            "4974000000000104",
+            "2100000005",
+            "2026-11-29 12:00:00",
+            "围观//@南山:同感",
+            "4974000000000100",
+        ),
+    ];
+    std::fs::write(night2.join("posts.jsonl"), lines.join("\n") + "\n").unwrap();
+    for (input, date) in [(sample_dir(), DATE), (night2.parent().unwrap().into(), next)] {
+        let out = run(bin()
+            .args(["-q", "clean", "--input"])
+            .arg(&input)
+            .arg("--output")
+            .arg(&clean)
+            .args(["--date", date, "--max-reject-ratio", "0.5"]));
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    for budget in ["1GiB", "1KiB"] {
+        let out = run(bin()
+            .args(["-q", "cascades", "--input"])
+            .arg(&clean)
+            .arg("--output")
+            .arg(&graph)
+            .args(["--date", next, "--memory-budget", budget]));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let paths = rows(&graph.join(format!("repost_paths/dt={next}")));
+        let of = |mid: i64| {
+            let p = paths.iter().find(|r| r["mid"] == mid);
+            p.map(|p| (p["parent_mid"].as_i64().unwrap(), p["depth"].as_i64().unwrap()))
+        };
+        let root = 4974000000000100i64;
+        assert_eq!(of(4974000000000101), None, "{budget}: no longer a repost");
+        assert_eq!(of(4974000000000102), Some((root, 1)), "{budget}: 北风 has no repost");
+        assert_eq!(of(4974000000000103), Some((4974000000000102, 2)), "{budget}");
+        assert_eq!(of(4974000000000104), Some((4974000000000102, 2)), "{budget}: 南山's");
+        let cascades = rows(&graph.join(format!("cascades/dt={next}")));
+        let c = cascades.iter().find(|c| c["root_mid"] == root).unwrap();
+        assert_eq!((c["size"].as_i64(), c["depth"].as_i64()), (Some(3), Some(2)));
     }
 }

@@ -241,8 +241,62 @@ mod cluster_tests {
         users.into_iter().collect()
     }
 
+    /// `inbox --load` of `night` into `ns`, with `extra` (a route); returns its report.
+    fn inbox_load(ns: &str, clean: &Path, graph: &Path, night: &str, extra: &[&str]) -> Value {
+        let report = graph.join(format!("load-{ns}-{night}.json"));
+        ok(run(bin()
+            .args(["-q", "--namespace", ns, "--report"])
+            .arg(&report)
+            .args(["inbox", "--input"])
+            .arg(clean)
+            .arg("--output")
+            .arg(graph)
+            .args(["--date", night, "--k", &K.to_string(), "--load"])
+            .args(["--celebrity-threshold", &THRESHOLD.to_string()])
+            .args(extra)));
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap()
+    }
+
+    /// `--via hfile`, staging under the namespace's folder on HDFS, handed over by the local
+    /// cluster's tool.
+    fn bulk_route(ns: &str) -> Vec<String> {
+        let handover = format!("{} cluster bulkload", env!("CARGO_BIN_EXE_weibo-etl"));
+        let staging = format!("{}/it/{ns}/staging", cluster::HDFS);
+        [
+            "--via",
+            "hfile",
+            "--staging",
+            &staging,
+            "--bulkload-cmd",
+            &handover,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    use weibo_etl::hbase::admin::VersionedCell;
+
+    /// Every version of every cell of the inbox rows of `users` in `ns`.
+    fn inbox_cells(ns: &str, users: &BTreeSet<i64>) -> Vec<(i64, Vec<VersionedCell>)> {
+        use weibo_etl::load::layout::keys;
+        let timeouts = weibo_etl::hbase::Timeouts::default();
+        let mut admin = weibo_etl::hbase::admin::Admin::connect(cluster::THRIFT2, timeouts)
+            .expect("thrift2 gateway");
+        let table = format!("{ns}:inbox");
+        users
+            .iter()
+            .map(|&u| {
+                let cells = admin
+                    .get_versions(&table, &keys::user_key(u), 1000)
+                    .unwrap();
+                (u, cells)
+            })
+            .collect()
+    }
+
     /// Night by night: load, inbox --load, and every chosen user's feed equals DuckDB's naive
-    /// feed; a rerun of the night's inbox leaves the feeds as they were.
+    /// feed; the HFile route writes every version of every cell the Thrift route writes; a
+    /// rerun of the night's inbox (by either route) leaves the feeds as they were.
     #[test]
     fn query_feed_equals_the_naive_feed_night_after_night() {
         cluster::ensure();
@@ -250,19 +304,34 @@ mod cluster_tests {
         let clean = history(dir.path(), false);
         let graph = dir.path().join("graph");
         let ns = cluster::Scratch::new("inbox_feed");
+        let bulk = cluster::Scratch::new("inbox_bulk");
+        let route = bulk_route(&bulk);
+        let route: Vec<&str> = route.iter().map(String::as_str).collect();
         let limit = 50;
         for night in NIGHTS {
-            ok(run(bin()
-                .args(["-q", "--namespace", &ns, "load", "--input"])
-                .arg(&clean)
-                .args(["--date", night])));
-            ok(run(bin()
-                .args(["-q", "--namespace", &ns, "inbox", "--input"])
-                .arg(&clean)
-                .arg("--output")
-                .arg(&graph)
-                .args(["--date", night, "--k", &K.to_string(), "--load"])
-                .args(["--celebrity-threshold", &THRESHOLD.to_string()])));
+            for namespace in [&ns, &bulk] {
+                ok(run(bin()
+                    .args(["-q", "--namespace", namespace, "load", "--input"])
+                    .arg(&clean)
+                    .args(["--date", night])));
+            }
+            let thrift = inbox_load(&ns, &clean, &graph, night, &[]);
+            assert_eq!(thrift["load"]["via"], "thrift", "{thrift}");
+            let hfile = inbox_load(&bulk, &clean, &graph, night, &route);
+            assert_eq!(hfile["load"]["via"], "hfile", "{hfile}");
+            assert!(
+                hfile["load"]["hfiles"]["files"].as_u64().unwrap() > 0,
+                "{hfile}"
+            );
+            assert_eq!(hfile["load"]["rows"], thrift["load"]["rows"]);
+            // Every row either route wrote: the followers of every author.
+            let rows: BTreeSet<i64> = entries(&graph, night).into_iter().map(|e| e.0).collect();
+            let cells = inbox_cells(&ns, &rows);
+            assert!(
+                cells.iter().any(|(_, c)| c.len() > 1),
+                "{night}: versions kept"
+            );
+            assert_eq!(inbox_cells(&bulk, &rows), cells, "{night}: HFile route");
             let users = chosen(&graph, &clean, night);
             let duck = duckdb(&clean, night, dir.path(), &users, limit);
             let (mut nonempty, mut from_timelines) = (0, 0);
@@ -272,6 +341,11 @@ mod cluster_tests {
                 let (got, timeline) = feed(&ns, uid, limit);
                 from_timelines += timeline;
                 assert_eq!(got, want, "{night}: feed of {uid}");
+                assert_eq!(
+                    feed(&bulk, uid, limit).0,
+                    want,
+                    "{night}: bulk feed of {uid}"
+                );
             }
             assert!(nonempty >= 4, "{night}: the chosen users have feeds");
             assert!(
@@ -283,15 +357,17 @@ mod cluster_tests {
         let last = NIGHTS[1];
         let users = chosen(&graph, &clean, last);
         let before: Vec<(Vec<i64>, usize)> = users.iter().map(|&u| feed(&ns, u, limit)).collect();
-        ok(run(bin()
-            .args(["-q", "--namespace", &ns, "inbox", "--input"])
-            .arg(&clean)
-            .arg("--output")
-            .arg(&graph)
-            .args(["--date", last, "--k", &K.to_string(), "--load"])
-            .args(["--celebrity-threshold", &THRESHOLD.to_string()])));
+        inbox_load(&ns, &clean, &graph, last, &[]);
         let after: Vec<(Vec<i64>, usize)> = users.iter().map(|&u| feed(&ns, u, limit)).collect();
         assert_eq!(after, before);
+        let rows: BTreeSet<i64> = entries(&graph, last).into_iter().map(|e| e.0).collect();
+        let cells = inbox_cells(&bulk, &rows);
+        inbox_load(&bulk, &clean, &graph, last, &route);
+        assert_eq!(
+            inbox_cells(&bulk, &rows),
+            cells,
+            "a bulk rerun adds no version"
+        );
         // Another K would change what the table keeps: refused, not silently cut.
         let other = run(bin()
             .args(["-q", "--namespace", &ns, "inbox", "--input"])

@@ -3,6 +3,8 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
+use clap::ValueEnum as _;
+use weibo_etl::dataset::partition;
 use weibo_etl::graph::inbox::{self, InboxOptions, InboxStats};
 use weibo_etl::hbase::admin::Admin;
 use weibo_etl::hbase::{Connection, Put};
@@ -62,6 +64,8 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
     #[command(flatten)]
+    route: super::RouteArgs,
+    #[command(flatten)]
     parquet: super::ParquetArgs,
 }
 
@@ -86,11 +90,20 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         ensure_inbox_table(ctx, args.k, args.regions)?;
         let load_options = LoadOptions {
             regions: args.regions,
-            ..ctx.load_options(String::new(), date.clone(), Vec::new())
+            ..args
+                .route
+                .apply(ctx.load_options(String::new(), date.clone(), vec![Table::Inbox]))
+        };
+        // --via auto weighs the follow rows: each becomes up to K cells.
+        let follows = partition::history(&ctx.fs, &clean, "follows", &date)?;
+        let route = load::Route {
+            fs: &ctx.fs,
+            root: output.clone(),
+            rows: partition::parquet_rows(&ctx.fs, &follows)?,
         };
         let run_ts = load::cell_timestamp(&date)?;
         let mut stats = None;
-        let written = load::write_timed_with(&load_options, &mut |sink| {
+        let written = load::write_routed_with(&route, &load_options, &mut |sink| {
             let s = inbox::run(&ctx.fs, &clean, &output, &options, &mut |built| {
                 for a in &built.authors {
                     if a.celebrity {
@@ -150,8 +163,15 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         s.posts_deleted
     );
     if let Some(w) = &written {
+        let via = match &w.auto {
+            Some(choice) => format!("--via auto: {}", choice.because),
+            None => match w.via.to_possible_value() {
+                Some(v) => format!("--via {}", v.get_name()),
+                None => String::new(),
+            },
+        };
         eprintln!(
-            "hbase: {} cells in {:.2}s into {}:inbox",
+            "hbase: {} cells in {:.2}s into {}:inbox ({via})",
             w.rows, w.seconds, ctx.global.namespace
         );
         report.set("load", w);

@@ -3,7 +3,7 @@
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::hbase::admin::Compression;
-use weibo_etl::load::{self, LoadOptions, Table, Via};
+use weibo_etl::load::{self, LoadOptions, Table};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -70,29 +70,8 @@ pub struct Args {
     /// snapshot in <input>/_load/state/<namespace>/); for tables truncated outside weibo-etl
     #[arg(long)]
     rewrite_counters: bool,
-    /// How the cells reach HBase: thrift (batched puts through the gateway), hfile (HFiles
-    /// written to <input>/_hfiles/ and handed to HBase with --bulkload-cmd), or auto (hfile
-    /// for a night of at least --auto-threshold cleaned rows with its staging on HDFS, else
-    /// thrift)
-    #[arg(long, value_enum, default_value = "thrift")]
-    via: Via,
-    /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`
-    /// (split on whitespace, no shell); on the local cluster: `weibo-etl cluster bulkload`
-    #[arg(long, value_name = "CMD", default_value = load::bulk::DEFAULT_BULKLOAD_CMD)]
-    bulkload_cmd: String,
-    /// Where --via hfile writes its HFiles, on the HBase cluster's HDFS [default:
-    /// <input>/_hfiles]
-    #[arg(long, value_name = "URL")]
-    staging: Option<String>,
-    /// Block compression of the HFiles of --via hfile: none, or zstd as HBase's own ZstdCodec
-    /// frames it (the region servers must read ZSTD with that codec, not Hadoop's native one)
-    #[arg(long, value_enum, default_value = "none")]
-    hfile_compression: load::HfileCompression,
-    /// The night size, in cleaned rows of every entity, from which --via auto bulk-loads
-    /// (the default is where the bulk load overtakes Thrift on the local cluster; measure
-    /// yours with benches/routes.py)
-    #[arg(long, value_name = "ROWS", default_value_t = load::AUTO_HFILE_ROWS)]
-    auto_threshold: u64,
+    #[command(flatten)]
+    route: super::RouteArgs,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -110,16 +89,11 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         checkpoint: args.checkpoint,
         memory_budget: args.memory_budget,
         rewrite_counters: args.rewrite_counters,
-        via: args.via,
-        bulkload_cmd: args
-            .bulkload_cmd
-            .split_whitespace()
-            .map(String::from)
-            .collect(),
-        staging: args.staging,
-        hfile_compression: args.hfile_compression,
-        auto_threshold: args.auto_threshold,
-        ..ctx.load_options(args.input, args.date.format("%Y-%m-%d").to_string(), tables)
+        ..args.route.apply(ctx.load_options(
+            args.input,
+            args.date.format("%Y-%m-%d").to_string(),
+            tables,
+        ))
     };
     let mut report = Report::new("load");
     match load::run(&ctx.fs, &options).context("load failed") {

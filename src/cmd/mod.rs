@@ -182,6 +182,51 @@ impl Context {
     }
 }
 
+/// How a job's cells reach HBase: the options of `load` and of the graph jobs' `--load`.
+#[derive(clap::Args, Debug)]
+pub struct RouteArgs {
+    /// How the cells reach HBase: thrift (batched puts through the gateway), hfile (HFiles
+    /// written under --staging and handed to HBase with --bulkload-cmd), or auto (hfile from
+    /// --auto-threshold rows with the staging on HDFS, else thrift)
+    #[arg(long, value_enum, default_value = "thrift")]
+    pub via: weibo_etl::load::Via,
+    /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`
+    /// (split on whitespace, no shell); on the local cluster: `weibo-etl cluster bulkload`
+    #[arg(long, value_name = "CMD", default_value = weibo_etl::load::bulk::DEFAULT_BULKLOAD_CMD)]
+    pub bulkload_cmd: String,
+    /// Where --via hfile writes its HFiles, on the HBase cluster's HDFS [default: _hfiles/
+    /// under --input for load, under --output for the graph jobs]
+    #[arg(long, value_name = "URL")]
+    pub staging: Option<String>,
+    /// Block compression of the HFiles of --via hfile: none, or zstd as HBase's own ZstdCodec
+    /// frames it (the region servers must read ZSTD with that codec, not Hadoop's native one)
+    #[arg(long, value_enum, default_value = "none")]
+    pub hfile_compression: weibo_etl::load::HfileCompression,
+    /// The size from which --via auto bulk-loads: a night's cleaned rows for load, the
+    /// input rows for the graph jobs (the default is where the bulk load overtakes Thrift on
+    /// the local cluster; measure yours with benches/routes.py)
+    #[arg(long, value_name = "ROWS", default_value_t = weibo_etl::load::AUTO_HFILE_ROWS)]
+    pub auto_threshold: u64,
+}
+
+impl RouteArgs {
+    /// `options` with this route.
+    pub fn apply(&self, options: weibo_etl::load::LoadOptions) -> weibo_etl::load::LoadOptions {
+        weibo_etl::load::LoadOptions {
+            via: self.via,
+            bulkload_cmd: self
+                .bulkload_cmd
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+            staging: self.staging.clone(),
+            hfile_compression: self.hfile_compression,
+            auto_threshold: self.auto_threshold,
+            ..options
+        }
+    }
+}
+
 /// Options of every job that writes Parquet.
 #[derive(clap::Args, Debug)]
 pub struct ParquetArgs {

@@ -23,7 +23,9 @@ use crate::hdfs::{FileEntry, FileSystems, Location, RandomAccessFile};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+};
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 
@@ -276,12 +278,23 @@ impl Staged {
         batch: &RecordBatch,
         data_page_version: u8,
     ) -> Result<()> {
-        let schema = batch.schema();
-        let props = with_data_page_version(typed_properties(&schema), data_page_version).build();
-        let location = self.tmp.join(&format!("part-{p:05}.parquet"));
-        let mut writer = ParquetWriter::create_staged(fs, &location, schema, props)?;
+        let mut writer = self.part_writer(fs, p, batch.schema(), data_page_version)?;
         writer.write(batch)?;
         writer.finish()
+    }
+
+    /// The writer of part `p`, for a part written batch by batch (one too large to build as
+    /// one batch); [`ParquetWriter::finish`] closes it.
+    pub fn part_writer(
+        &self,
+        fs: &FileSystems,
+        p: u32,
+        schema: SchemaRef,
+        data_page_version: u8,
+    ) -> Result<ParquetWriter> {
+        let props = with_data_page_version(typed_properties(&schema), data_page_version).build();
+        let location = self.tmp.join(&format!("part-{p:05}.parquet"));
+        ParquetWriter::create_staged(fs, &location, schema, props)
     }
 }
 
@@ -615,6 +628,65 @@ impl OpenedParquet {
             None => builder,
         };
         stream_batches(&self.file, builder, f)
+    }
+
+    /// [`OpenedParquet::read_columns`] of the whole file, but only the rows `selection` picks
+    /// (the others are skipped, not built): a wide column wanted for a few rows.
+    pub fn read_selected(
+        &self,
+        columns: &[&str],
+        selection: RowSelection,
+        f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        let builder = self.builder();
+        let roots: Vec<usize> = builder
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .filter(|(_, field)| columns.contains(&field.name().as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
+        let builder = builder
+            .with_projection(mask)
+            .with_row_selection(selection)
+            // Skipped, not decoded and filtered: the rows left out are the costly ones.
+            .with_row_selection_policy(RowSelectionPolicy::Selectors)
+            .with_batch_size(READ_BATCH_ROWS);
+        stream_batches(&self.file, builder, f)
+    }
+
+    /// Whether the file has a top-level column `name`.
+    pub fn has_column(&self, name: &str) -> bool {
+        self.metadata.schema().field_with_name(name).is_ok()
+    }
+
+    /// Rows whose `column` is not null, from the footer's statistics; a row group without
+    /// them counts whole (an upper bound, for sizing work).
+    pub fn non_null_rows(&self, column: &str) -> u64 {
+        let meta = self.metadata();
+        let Some(index) = meta
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .position(|c| c.path().string() == column)
+        else {
+            return 0;
+        };
+        meta.row_groups()
+            .iter()
+            .map(|rg| {
+                let rows = rg.num_rows().max(0) as u64;
+                let nulls = rg
+                    .column(index)
+                    .statistics()
+                    .and_then(|s| s.null_count_opt())
+                    .unwrap_or(0);
+                rows.saturating_sub(nulls)
+            })
+            .sum()
     }
 }
 

@@ -121,9 +121,9 @@ pub enum Via {
     Thrift,
     /// HFiles written to HDFS and adopted by the region servers (HBase's bulk load).
     Hfile,
-    /// HFiles when the night holds at least `auto_threshold` cleaned rows (by default
-    /// [`AUTO_HFILE_ROWS`]) and the staging folder is on HDFS, Thrift otherwise; the report
-    /// says which was taken, and why.
+    /// HFiles from --auto-threshold rows (a night's cleaned rows for load, the input rows for
+    /// the graph jobs) when the staging folder is on HDFS, Thrift otherwise; the report says
+    /// which was taken, and why.
     Auto,
 }
 
@@ -859,22 +859,106 @@ pub type TimedPutSink<'a> = dyn FnMut(Table, Put, i64) -> Result<()> + Send + 'a
 
 /// [`write_with`] for cells that carry their own timestamps (the inbox's versions): the
 /// writers batch the puts of one timestamp together, so a producer that emits them grouped
-/// by timestamp gets full batches.
+/// by timestamp gets full batches. Through Thrift only; [`write_routed_with`] takes
+/// `options.via`.
 pub fn write_timed_with(
+    options: &LoadOptions,
+    produce: &mut dyn FnMut(&mut TimedPutSink<'_>) -> Result<()>,
+) -> Result<LoadReport> {
+    let thrift = LoadOptions {
+        via: Via::Thrift,
+        ..options.clone()
+    };
+    write_routed(None, &thrift, produce)
+}
+
+/// Where a job other than `load` may bulk-load: its file systems, the folder whose
+/// `_hfiles/` stages the HFiles unless `--staging` says otherwise, and the size `--via auto`
+/// weighs (rows in, as the job counts them).
+pub struct Route<'a> {
+    pub fs: &'a FileSystems,
+    pub root: Location,
+    pub rows: u64,
+}
+
+/// [`write_timed_with`] by `options.via`: through Thrift, or as HFiles handed to HBase once
+/// `produce` has emitted every put (nothing reaches the tables before, and a failure
+/// leaves no staged file). A rerun writes the same cells again, at the same timestamps.
+pub fn write_routed_with(
+    route: &Route<'_>,
+    options: &LoadOptions,
+    produce: &mut dyn FnMut(&mut TimedPutSink<'_>) -> Result<()>,
+) -> Result<LoadReport> {
+    write_routed(Some(route), options, produce)
+}
+
+fn write_routed(
+    route: Option<&Route<'_>>,
     options: &LoadOptions,
     produce: &mut dyn FnMut(&mut TimedPutSink<'_>) -> Result<()>,
 ) -> Result<LoadReport> {
     let started = Instant::now();
     let ts = cell_timestamp(&options.date)?;
+    let auto = match (options.via, route) {
+        (Via::Auto, Some(r)) => Some(choose(r.fs, &r.root, options, r.rows)?),
+        _ => None,
+    };
+    let via = match (&auto, options.via) {
+        (Some(choice), _) => {
+            log::info!("--via auto: {}", choice.because);
+            choice.chose
+        }
+        (None, Via::Hfile) if route.is_some() => Via::Hfile,
+        _ => Via::Thrift,
+    };
+    let options = &LoadOptions {
+        via,
+        ..options.clone()
+    };
     ensure_tables(options)?;
     let mut report = LoadReport {
         cell_timestamp: ts,
         units_done: 1,
+        via,
+        auto,
         ..LoadReport::default()
     };
-    with_writers(options, None, ts, started, &mut report, &mut |router| {
-        produce(&mut |t, p, at| router.put_at(t, p, at)).and_then(|_| router.flush())
-    })?;
+    let target = match (via, route) {
+        (Via::Hfile, Some(r)) => Some(bulk_target(r.fs, &r.root, options, ts)?),
+        _ => None,
+    };
+    let written = with_writers(
+        options,
+        target.as_ref(),
+        ts,
+        started,
+        &mut report,
+        &mut |router| produce(&mut |t, p, at| router.put_at(t, p, at)),
+    );
+    let Some(target) = target else {
+        return written.map(|_| report);
+    };
+    let fs = target.fs;
+    let clear_staging = |e: Error| {
+        if let Err(cleanup) = fs.delete(&target.staging) {
+            log::warn!("could not remove {}: {cleanup}", target.staging);
+        }
+        e
+    };
+    written.map_err(clear_staging)?;
+    let staged = std::mem::take(&mut *target.staged.lock().unwrap_or_else(|p| p.into_inner()));
+    let handed = bulk::hand_over(
+        fs,
+        &target.staging,
+        &options.namespace,
+        &options.bulkload_cmd,
+        &staged,
+    )
+    .map_err(clear_staging)?;
+    fs.delete(&target.staging)?;
+    report.hfiles = Some(handed);
+    // The hand-over is part of the write's time.
+    report.set_time(started);
     Ok(report)
 }
 
@@ -1497,6 +1581,16 @@ fn choose_route(
     files: &BTreeMap<&str, Vec<FileEntry>>,
 ) -> Result<AutoChoice> {
     let input_rows = partition::parquet_rows(fs, files.values().flatten())?;
+    choose(fs, root, options, input_rows)
+}
+
+/// `--via auto` for `input_rows`, staging under `root` (or `--staging`).
+fn choose(
+    fs: &FileSystems,
+    root: &Location,
+    options: &LoadOptions,
+    input_rows: u64,
+) -> Result<AutoChoice> {
     let base = staging_base(fs, root, options)?;
     let threshold = options.auto_threshold;
     let (chose, because) = if input_rows < threshold {

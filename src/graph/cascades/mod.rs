@@ -22,16 +22,17 @@ mod tree;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Int32Array, Int64Array, Int64Builder, ListBuilder, RecordBatch,
-    TimestampMillisecondArray,
+    Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, Int32Array, Int64Array,
+    Int64Builder, ListBuilder, RecordBatch, TimestampMillisecondArray,
 };
+use parquet::arrow::arrow_reader::RowSelection;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use crate::dataset::cascades::{cascades_schema, paths_schema, CASCADES_TABLE, PATHS_TABLE};
 use crate::dataset::columns;
-use crate::dataset::partition::{self, Staged};
+use crate::dataset::partition::{self, OpenedParquet, Staged};
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
@@ -108,31 +109,54 @@ fn keep_top(top: &mut Vec<TopCascade>, n: usize) {
     top.truncate(n);
 }
 
-/// The nights the job reads, oldest first: per night, its posts then its reposts parts; and
-/// the users' parts.
+/// The nights the job reads, oldest first: per night, its posts parts then its reposts parts
+/// (two files of one entity and night never hold the same mid); and the users' parts.
 struct Inputs {
-    nights: Vec<Vec<FileEntry>>,
+    nights: Vec<Vec<Vec<FileEntry>>>,
     users: Vec<FileEntry>,
+    /// Rows with a `retweet_mid`, from the footers: for sizing a partition's map.
+    repost_rows: u64,
+}
+
+impl Inputs {
+    fn files(&self) -> impl Iterator<Item = &FileEntry> {
+        self.nights.iter().flatten().flatten()
+    }
 }
 
 fn inputs(fs: &FileSystems, clean: &Location, date: &str) -> Result<Inputs> {
-    let mut by_night: std::collections::BTreeMap<String, Vec<FileEntry>> = Default::default();
+    let mut by_night: std::collections::BTreeMap<String, Vec<Vec<FileEntry>>> = Default::default();
     for entity in ["posts", "reposts"] {
         for (night, files) in partition::history_nights(fs, clean, entity, date)? {
-            by_night.entry(night).or_default().extend(files);
+            by_night.entry(night).or_default().push(files);
         }
     }
     Ok(Inputs {
         nights: by_night.into_values().collect(),
         users: partition::history(fs, clean, "users", date)?,
+        repost_rows: 0,
     })
 }
 
 /// Bytes a repost costs in a partition: its record, its marker's name, and its placed row
-/// with a path a few hops long.
+/// with a path a few hops long (reposts are counted from the footers' null counts).
 const BYTES_PER_REPOST: u64 = 160;
 /// Bytes a post costs in a partition's map of roots.
 const BYTES_PER_POST: u64 = 40;
+
+/// Partitions for `rows` posts and reposts, `reposts` of them with a root: within the budget
+/// with `threads` built at once, and at least one per thread. A partition reads the
+/// fixed-width columns of every row but the texts of its own reposts only, so more
+/// partitions than the budget needs still share the costly part between the threads.
+fn partitions(rows: u64, reposts: u64, budget: u64, threads: usize) -> u32 {
+    let threads = threads.max(1) as u64;
+    let per_pass = (budget / threads).max(1);
+    let bytes = reposts
+        .saturating_mul(BYTES_PER_REPOST)
+        .saturating_add(rows.saturating_mul(BYTES_PER_POST));
+    let n = bytes.div_ceil(per_pass).max(threads).div_ceil(threads) * threads;
+    n.clamp(1, 4096) as u32
+}
 
 /// Builds every cascade and writes both tables under `output`; returns what it found.
 pub fn run(
@@ -141,7 +165,7 @@ pub fn run(
     output: &Location,
     options: &CascadesOptions,
 ) -> Result<CascadesStats> {
-    let inputs = inputs(fs, clean, &options.date)?;
+    let mut inputs = inputs(fs, clean, &options.date)?;
     if inputs.nights.is_empty() {
         return Err(crate::error::Error::BadInput {
             path: clean.to_string(),
@@ -149,12 +173,16 @@ pub fn run(
             reason: format!("no committed posts or reposts up to dt={}", options.date),
         });
     }
-    let rows = partition::parquet_rows(fs, inputs.nights.iter().flatten())?;
-    let threads = rayon::current_num_threads().max(1) as u64;
-    let per_pass = (options.memory_budget / threads).max(1);
-    let bytes = rows.saturating_mul(BYTES_PER_REPOST + BYTES_PER_POST);
-    let n = bytes.div_ceil(per_pass).clamp(1, 4096) as u32;
-    log::info!("cascades: {rows} post and repost rows in {n} partitions");
+    let (mut rows, mut repost_rows) = (0u64, 0u64);
+    for f in inputs.files() {
+        let file = OpenedParquet::open(fs, f)?;
+        rows += file.row_group_rows().iter().sum::<usize>() as u64;
+        repost_rows += file.non_null_rows("retweet_mid");
+    }
+    let threads = rayon::current_num_threads().max(1);
+    let n = partitions(rows, repost_rows, options.memory_budget, threads);
+    inputs.repost_rows = repost_rows;
+    log::info!("cascades: {rows} post and repost rows ({repost_rows} reposts) in {n} partitions");
 
     let dt = format!("dt={}", options.date);
     let tag = partition::run_tag();
@@ -202,6 +230,122 @@ struct Read {
     name: Option<String>,
 }
 
+/// Reads one posts or reposts file into a partition's roots and reposts. Its fixed-width
+/// columns are read for every row; its text only for the reposts of roots here, which are
+/// the only ones whose markers matter (a mid appears once in a file, so the file's records
+/// replace older nights' in any order).
+/// Records of other files that this file's non-reposts may replace: `reposts` holds some
+/// when `replaces` (files of one entity and night hold distinct mids, so only those of
+/// earlier groups need looking up).
+fn read_file(
+    fs: &FileSystems,
+    f: &FileEntry,
+    mine: &dyn Fn(i64) -> bool,
+    stats: &mut CascadesStats,
+    roots: &mut Roots,
+    reposts: &mut FxHashMap<i64, Read>,
+    replaces: bool,
+) -> Result<()> {
+    let file = OpenedParquet::open(fs, f)?;
+    // The reposts of roots here, and which rows of the file they are.
+    let mut found: Vec<(i64, Read)> = Vec::new();
+    let mut picked: Vec<BooleanArray> = Vec::new();
+    let cols = ["mid", "uid", "created_at", "retweet_mid"];
+    file.read_columns(None, &cols, &mut |b| {
+        stats.rows_read += b.num_rows() as u64;
+        let mid = columns::ids(f, b, "mid")?;
+        let uid = columns::opt_ids(b, "uid");
+        let created = columns::times(f, b, "created_at")?;
+        let rt = columns::opt_ids(b, "retweet_mid");
+        let mut pick = BooleanBufferBuilder::new(b.num_rows());
+        for i in 0..b.num_rows() {
+            let m = mid.value(i);
+            let author = columns::opt(uid, i);
+            if mine(m) {
+                roots.0.push((m, author));
+            }
+            match columns::opt(rt, i).filter(|&r| r != m && mine(r)) {
+                Some(root) => {
+                    let read = Read {
+                        root,
+                        uid: author,
+                        created: created.value(i),
+                        name: None,
+                    };
+                    found.push((m, read));
+                    pick.append(true);
+                }
+                None => {
+                    if replaces {
+                        reposts.remove(&m);
+                    }
+                    pick.append(false);
+                }
+            }
+        }
+        picked.push(BooleanArray::new(pick.finish(), None));
+        Ok(())
+    })?;
+    if !found.is_empty() && file.has_column("text") {
+        let mut next = 0usize;
+        let selection = RowSelection::from_filters(&picked);
+        file.read_selected(&["text"], selection, &mut |b| {
+            let Some(text) = b
+                .column_by_name("text")
+                .and_then(|c| c.as_string_opt::<i32>())
+            else {
+                return Ok(());
+            };
+            for i in 0..b.num_rows() {
+                if let Some((_, read)) = found.get_mut(next) {
+                    if text.is_valid(i) {
+                        read.name = first_marker(text.value(i)).map(str::to_string);
+                    }
+                }
+                next += 1;
+            }
+            Ok(())
+        })?;
+        if next != found.len() {
+            return Err(crate::error::Error::BadInput {
+                path: f.location.to_string(),
+                line: 0,
+                reason: format!("{next} texts read for {} reposts", found.len()),
+            });
+        }
+    }
+    reposts.extend(found);
+    Ok(())
+}
+
+/// The posts of a partition (the roots among them) with their authors: pushed as read, then
+/// sorted by mid with each mid's newest record kept (cheaper than a map of every post, of
+/// which only the roots are ever looked up).
+#[derive(Default)]
+struct Roots(Vec<(i64, Option<i64>)>);
+
+impl Roots {
+    fn finish(&mut self) {
+        // Stable: a mid's records stay in reading order, the newest night's last.
+        self.0.sort_by_key(|&(mid, _)| mid);
+        let v = &mut self.0;
+        let mut kept = 0;
+        for i in 0..v.len() {
+            if i + 1 == v.len() || v[i + 1].0 != v[i].0 {
+                v[kept] = v[i];
+                kept += 1;
+            }
+        }
+        v.truncate(kept);
+    }
+
+    /// The author of post `mid` (`Some(None)`: crawled without one), if it was read.
+    fn get(&self, mid: i64) -> Option<Option<i64>> {
+        let i = self.0.binary_search_by_key(&mid, |&(m, _)| m).ok()?;
+        Some(self.0[i].1)
+    }
+}
+
 /// One partition's cascades, in root order.
 struct Built {
     cascades: Vec<Cascade>,
@@ -212,49 +356,21 @@ struct Built {
 fn partition_of(fs: &FileSystems, inputs: &Inputs, p: u32, n: u32, top: usize) -> Result<Built> {
     let mine = |root: i64| crate::hash::id_bucket(root, n) == p;
     let mut stats = CascadesStats::default();
-    // Posts whose mid hashes here (the roots among them): mid -> author.
-    let mut roots: FxHashMap<i64, Option<i64>> = FxHashMap::default();
-    // Reposts of roots here: mid -> the newest record read.
-    let mut reposts: FxHashMap<i64, Read> = FxHashMap::default();
+    // Posts whose mid hashes here (the roots among them), with their authors.
+    let mut roots = Roots::default();
+    // Reposts of roots here: mid -> the newest record read. The hash spreads them evenly.
+    let share = (inputs.repost_rows / u64::from(n)) as usize;
+    let mut reposts: FxHashMap<i64, Read> =
+        FxHashMap::with_capacity_and_hasher(share + share / 16, Default::default());
     for night in &inputs.nights {
-        for f in night {
-            let cols = ["mid", "uid", "created_at", "retweet_mid", "text"];
-            partition::read_parquet_columns(fs, f, &cols, &mut |b| {
-                stats.rows_read += b.num_rows() as u64;
-                let mid = columns::ids(f, b, "mid")?;
-                let uid = columns::opt_ids(b, "uid");
-                let created = columns::times(f, b, "created_at")?;
-                let rt = columns::opt_ids(b, "retweet_mid");
-                let text = b
-                    .column_by_name("text")
-                    .and_then(|c| c.as_string_opt::<i32>());
-                for i in 0..b.num_rows() {
-                    let m = mid.value(i);
-                    let author = columns::opt(uid, i);
-                    if mine(m) {
-                        roots.insert(m, author);
-                    }
-                    match columns::opt(rt, i).filter(|&r| r != m && mine(r)) {
-                        Some(root) => {
-                            let words = text.filter(|t| t.is_valid(i)).map(|t| t.value(i));
-                            let read = Read {
-                                root,
-                                uid: author,
-                                created: created.value(i),
-                                name: words.and_then(first_marker).map(str::to_string),
-                            };
-                            reposts.insert(m, read);
-                        }
-                        None if !reposts.is_empty() => {
-                            reposts.remove(&m);
-                        }
-                        None => {}
-                    }
-                }
-                Ok(())
-            })?;
+        for group in night {
+            let replaces = !reposts.is_empty();
+            for f in group {
+                read_file(fs, f, &mine, &mut stats, &mut roots, &mut reposts, replaces)?;
+            }
         }
     }
+    roots.finish();
 
     // The uids of the names the markers give, the newest night's holder of each.
     let wanted: FxHashSet<&str> = reposts.values().filter_map(|r| r.name.as_deref()).collect();
@@ -308,8 +424,9 @@ fn partition_of(fs: &FileSystems, inputs: &Inputs, p: u32, n: u32, top: usize) -
         let len = rest.iter().take_while(|(r, _)| *r == root).count();
         let members: Vec<Repost> = rest[..len].iter().map(|(_, r)| r.clone()).collect();
         rest = &rest[len..];
-        let root_uid = roots.get(&root).copied().flatten();
-        if !roots.contains_key(&root) {
+        let found = roots.get(root);
+        let root_uid = found.flatten();
+        if found.is_none() {
             built.stats.roots_not_crawled += 1;
         }
         let (cascade, placed) = build(root, root_uid, members);
@@ -397,4 +514,28 @@ fn write_part(
     .expect("columns of the schema");
     staged[0].write_part(fs, p, &cascades, data_page_version)?;
     staged[1].write_part(fs, p, &repost_paths, data_page_version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_fit_the_budget_one_per_thread_at_least() {
+        assert_eq!(partitions(10, 3, 1 << 30, 1), 1);
+        assert_eq!(partitions(10, 3, 1 << 30, 2), 2);
+        // 4.1 M posts, 1.2 M of them reposts, at 1 GiB on 2 threads: one each.
+        assert_eq!(partitions(4_100_000, 1_200_000, 1 << 30, 2), 2);
+        for threads in 1..=8 {
+            let (rows, reposts) = (40_000_000, 12_000_000);
+            let n = partitions(rows, reposts, 256 << 20, threads);
+            assert_eq!(
+                n as usize % threads,
+                0,
+                "{n} partitions on {threads} threads"
+            );
+            let bytes = reposts * BYTES_PER_REPOST + rows * BYTES_PER_POST;
+            assert!(bytes / u64::from(n) * threads as u64 <= 256 << 20);
+        }
+    }
 }

@@ -105,11 +105,16 @@ pub struct Built {
 struct Inputs {
     follows: Vec<Vec<FileEntry>>,
     posts: Vec<Vec<FileEntry>>,
+    /// Follow rows of every night (from the footers).
+    follow_rows: u64,
 }
 
-/// Bytes an input row may cost in a partition: an edge's sort tuple, a post's map entry, and
-/// the entries they become.
-const BYTES_PER_ROW: u64 = 48;
+/// Bytes a follow row may cost in a partition: its sort tuple and its copy in the author's
+/// fans (the entries it becomes are written batch by batch, not held).
+const BYTES_PER_FOLLOW: u64 = 32;
+/// Bytes a post row may cost in a partition: its map entry (with the map's slack) and its
+/// place in the author order.
+const BYTES_PER_POST: u64 = 96;
 
 /// Builds the feeds, writes both tables under `output`, and hands each partition's authors to
 /// `emit` (in partition order) before the tables are committed: an `emit` error (an HBase
@@ -130,9 +135,10 @@ pub fn run(
             .map(|(_, files)| files)
             .collect())
     };
-    let inputs = Inputs {
+    let mut inputs = Inputs {
         follows: nights("follows")?,
         posts: nights("posts")?,
+        follow_rows: 0,
     };
     if inputs.follows.is_empty() {
         return Err(Error::BadInput {
@@ -141,12 +147,12 @@ pub fn run(
             reason: format!("no committed follows up to dt={}", options.date),
         });
     }
-    let rows = partition::parquet_rows(fs, inputs.follows.iter().chain(&inputs.posts).flatten())?;
+    let follow_rows = partition::parquet_rows(fs, inputs.follows.iter().flatten())?;
+    let post_rows = partition::parquet_rows(fs, inputs.posts.iter().flatten())?;
     let threads = rayon::current_num_threads().max(1);
-    let per_pass = (options.memory_budget / threads as u64).max(1);
-    let bytes = rows.saturating_mul(BYTES_PER_ROW + 16 * options.k as u64);
-    let n = bytes.div_ceil(per_pass).clamp(1, 4096) as u32;
-    log::info!("inbox: {rows} follow and post rows in {n} partitions");
+    let n = partitions(follow_rows, post_rows, options.memory_budget, threads);
+    inputs.follow_rows = follow_rows;
+    log::info!("inbox: {follow_rows} follow and {post_rows} post rows in {n} partitions");
 
     let dt = format!("dt={}", options.date);
     let tag = partition::run_tag();
@@ -190,6 +196,24 @@ pub fn run(
     result
 }
 
+/// Partitions for rows of follows and posts: `threads` are built at once within the budget,
+/// and every round of them is full (a partition reads every row, so a half-empty last round
+/// costs a whole read for a fraction of the work).
+fn partitions(follow_rows: u64, post_rows: u64, budget: u64, threads: usize) -> u32 {
+    let threads = threads.max(1) as u64;
+    let per_pass = (budget / threads).max(1);
+    let bytes = follow_rows
+        .saturating_mul(BYTES_PER_FOLLOW)
+        .saturating_add(post_rows.saturating_mul(BYTES_PER_POST));
+    let n = bytes.div_ceil(per_pass).max(1);
+    let n = if n > 1 {
+        n.div_ceil(threads) * threads
+    } else {
+        n
+    };
+    n.clamp(1, 4096) as u32
+}
+
 /// A post as read: its author, time, and whether it is deleted.
 #[derive(Clone, Copy)]
 struct Post {
@@ -209,7 +233,10 @@ fn partition_of(
     let mut stats = InboxStats::default();
 
     // Follows of the followees here, as (followee, follower), deduplicated.
-    let mut edges: Vec<(i64, i64)> = Vec::new();
+    // The hash spreads edges evenly: room for this partition's share, and a little more,
+    // so the vector does not double past the budget.
+    let share = inputs.follow_rows / u64::from(n);
+    let mut edges: Vec<(i64, i64)> = Vec::with_capacity((share + share / 32 + 1024) as usize);
     for night in &inputs.follows {
         for f in night {
             partition::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
@@ -321,7 +348,11 @@ fn partition_of(
     Ok(Built { authors, stats })
 }
 
-/// Writes partition `p`'s rows as part `p` of both staged tables.
+/// Rows of the inbox table built and written at once: a partition's entries (up to K per
+/// edge) are never all held as columns.
+const WRITE_BATCH: usize = 64 * 1024;
+
+/// Writes partition `p`'s rows as part `p` of both staged tables, the entries batch by batch.
 fn write_part(
     fs: &FileSystems,
     staged: &[Staged; 2],
@@ -329,8 +360,8 @@ fn write_part(
     built: &Built,
     data_page_version: u8,
 ) -> Result<()> {
-    let (mut uid, mut followee, mut mid, mut created, mut version) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut writer = staged[0].part_writer(fs, p, inbox_schema(), data_page_version)?;
+    let mut columns = EntryColumns::default();
     let (mut celebrity, mut fans) = (Vec::new(), Vec::new());
     for a in &built.authors {
         if a.celebrity {
@@ -340,25 +371,17 @@ fn write_part(
         }
         for &(t, m, v) in &a.posts {
             for &f in &a.fans {
-                uid.push(f);
-                followee.push(a.uid);
-                mid.push(m);
-                created.push(t);
-                version.push(v);
+                columns.push(f, a.uid, m, t, v);
+                if columns.uid.len() >= WRITE_BATCH {
+                    writer.write(&columns.take())?;
+                }
             }
         }
     }
-    let inbox = RecordBatch::try_new(
-        inbox_schema(),
-        vec![
-            Arc::new(Int64Array::from(uid)),
-            Arc::new(Int64Array::from(followee)),
-            Arc::new(Int64Array::from(mid)),
-            Arc::new(TimestampMillisecondArray::from(created).with_timezone("UTC")),
-            Arc::new(Int64Array::from(version)),
-        ],
-    )
-    .expect("columns of the schema");
+    if !columns.uid.is_empty() {
+        writer.write(&columns.take())?;
+    }
+    writer.finish()?;
     let celebrities = RecordBatch::try_new(
         celebrities_schema(),
         vec![
@@ -367,6 +390,67 @@ fn write_part(
         ],
     )
     .expect("columns of the schema");
-    staged[0].write_part(fs, p, &inbox, data_page_version)?;
     staged[1].write_part(fs, p, &celebrities, data_page_version)
+}
+
+/// The inbox table's columns of the entries not yet written.
+#[derive(Default)]
+struct EntryColumns {
+    uid: Vec<i64>,
+    followee: Vec<i64>,
+    mid: Vec<i64>,
+    created: Vec<i64>,
+    version: Vec<i64>,
+}
+
+impl EntryColumns {
+    fn push(&mut self, uid: i64, followee: i64, mid: i64, created: i64, version: i64) {
+        self.uid.push(uid);
+        self.followee.push(followee);
+        self.mid.push(mid);
+        self.created.push(created);
+        self.version.push(version);
+    }
+
+    /// The entries held, as one batch; empties the columns.
+    fn take(&mut self) -> RecordBatch {
+        let c = std::mem::take(self);
+        RecordBatch::try_new(
+            inbox_schema(),
+            vec![
+                Arc::new(Int64Array::from(c.uid)),
+                Arc::new(Int64Array::from(c.followee)),
+                Arc::new(Int64Array::from(c.mid)),
+                Arc::new(TimestampMillisecondArray::from(c.created).with_timezone("UTC")),
+                Arc::new(Int64Array::from(c.version)),
+            ],
+        )
+        .expect("columns of the schema")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_fit_the_budget_in_full_rounds() {
+        // Everything fits: one partition, however many threads.
+        assert_eq!(partitions(1_000, 1_000, 1 << 30, 2), 1);
+        // 21.1 M follows and 4.1 M posts at 1 GiB on 2 threads: 1.07 GB over 512 MiB is 2.
+        assert_eq!(partitions(21_100_000, 4_100_000, 1 << 30, 2), 2);
+        // Three partitions' worth on two threads become four: two full rounds.
+        let n = partitions(3 * (1 << 29) / BYTES_PER_FOLLOW, 0, 1 << 30, 2);
+        assert_eq!(n, 4);
+        for threads in 1..=8 {
+            let n = partitions(10_000_000, 2_000_000, 64 << 20, threads);
+            assert_eq!(
+                n as usize % threads,
+                0,
+                "{n} partitions on {threads} threads"
+            );
+            let per = (10_000_000 * BYTES_PER_FOLLOW + 2_000_000 * BYTES_PER_POST) / u64::from(n);
+            assert!(per * threads as u64 <= 64 << 20, "{per} bytes a partition");
+        }
+    }
 }
