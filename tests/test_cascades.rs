@@ -207,7 +207,13 @@ fn a_later_nights_record_replaces_the_earlier_one() {
     };
     let lines = [
         // 好美 is no longer a repost.
-        post("4974000000000101", "2100000002", "2026-11-29 09:00:00", "好美", ""),
+        post(
+            "4974000000000101",
+            "2100000002",
+            "2026-11-29 09:00:00",
+            "好美",
+            "",
+        ),
         // 围观 now names 南山, whose repost (10:00) came before it (12:00).
         post(
             "4974000000000104",
@@ -218,7 +224,10 @@ fn a_later_nights_record_replaces_the_earlier_one() {
         ),
     ];
     std::fs::write(night2.join("posts.jsonl"), lines.join("\n") + "\n").unwrap();
-    for (input, date) in [(sample_dir(), DATE), (night2.parent().unwrap().into(), next)] {
+    for (input, date) in [
+        (sample_dir(), DATE),
+        (night2.parent().unwrap().into(), next),
+    ] {
         let out = run(bin()
             .args(["-q", "clean", "--input"])
             .arg(&input)
@@ -238,15 +247,35 @@ fn a_later_nights_record_replaces_the_earlier_one() {
         let paths = rows(&graph.join(format!("repost_paths/dt={next}")));
         let of = |mid: i64| {
             let p = paths.iter().find(|r| r["mid"] == mid);
-            p.map(|p| (p["parent_mid"].as_i64().unwrap(), p["depth"].as_i64().unwrap()))
+            p.map(|p| {
+                (
+                    p["parent_mid"].as_i64().unwrap(),
+                    p["depth"].as_i64().unwrap(),
+                )
+            })
         };
         let root = 4974000000000100i64;
         assert_eq!(of(4974000000000101), None, "{budget}: no longer a repost");
-        assert_eq!(of(4974000000000102), Some((root, 1)), "{budget}: 北风 has no repost");
-        assert_eq!(of(4974000000000103), Some((4974000000000102, 2)), "{budget}");
-        assert_eq!(of(4974000000000104), Some((4974000000000102, 2)), "{budget}: 南山's");
+        assert_eq!(
+            of(4974000000000102),
+            Some((root, 1)),
+            "{budget}: 北风 has no repost"
+        );
+        assert_eq!(
+            of(4974000000000103),
+            Some((4974000000000102, 2)),
+            "{budget}"
+        );
+        assert_eq!(
+            of(4974000000000104),
+            Some((4974000000000102, 2)),
+            "{budget}: 南山's"
+        );
         let cascades = rows(&graph.join(format!("cascades/dt={next}")));
         let c = cascades.iter().find(|c| c["root_mid"] == root).unwrap();
-        assert_eq!((c["size"].as_i64(), c["depth"].as_i64()), (Some(3), Some(2)));
+        assert_eq!(
+            (c["size"].as_i64(), c["depth"].as_i64()),
+            (Some(3), Some(2))
+        );
     }
 }
