@@ -292,7 +292,11 @@ impl Staged {
         schema: SchemaRef,
         data_page_version: u8,
     ) -> Result<ParquetWriter> {
-        let props = with_data_page_version(typed_properties(&schema), data_page_version).build();
+        // zstd's fastest level: a job's parts are written once a night and read by few.
+        let props = typed_properties(&schema).set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(1).expect("valid level"),
+        ));
+        let props = with_data_page_version(props, data_page_version).build();
         let location = self.tmp.join(&format!("part-{p:05}.parquet"));
         ParquetWriter::create_staged(fs, &location, schema, props)
     }

@@ -11,8 +11,8 @@
 //! once) and posts (a mid counts once, with its newest night's record; deleted posts and
 //! posts without an author never reach a feed). The authors are cut into hash partitions
 //! ([`crate::hash::id_bucket`]) so a partition fits the memory budget; a round of partitions
-//! is built in parallel, written as the part files of their numbers, then handed to the
-//! caller in partition order.
+//! reads every file once (rows routed to their partitions), is built in parallel, written as
+//! the part files of their numbers, then handed to the caller in partition order.
 //!
 //! Invariants: every edge of a fanned-out author gets exactly min(K, its posts) entries, with
 //! strictly decreasing versions ([`feed::versions`]); every edge of a celebrity is reported
@@ -20,7 +20,8 @@
 
 pub mod feed;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
 use rayon::prelude::*;
@@ -170,18 +171,19 @@ pub fn run(
         let bar = crate::progress::count(u64::from(n), "inbox");
         let all: Vec<u32> = (0..n).collect();
         for round in all.chunks(threads) {
+            let (read, rows) = read_round(fs, &inputs, round, n)?;
+            (stats.follow_rows, stats.post_rows) = rows;
             let built: Vec<Built> = round
                 .par_iter()
-                .map(|&p| {
-                    let built = partition_of(fs, &inputs, p, n, options)?;
+                .zip(read)
+                .map(|(&p, read)| {
+                    let built = partition_of(read, options);
                     write_part(fs, &staged, p, &built, options.data_page_version)?;
                     Ok(built)
                 })
                 .collect::<Result<_>>()?;
             for b in &built {
                 stats.add(&b.stats);
-                stats.follow_rows = b.stats.follow_rows;
-                stats.post_rows = b.stats.post_rows;
                 emit(b)?;
                 bar.inc(1);
             }
@@ -197,7 +199,7 @@ pub fn run(
 }
 
 /// Partitions for rows of follows and posts: `threads` are built at once within the budget,
-/// and every round of them is full (a partition reads every row, so a half-empty last round
+/// and every round of them is full (a round reads every row, so a half-empty last round
 /// costs a whole read for a fraction of the work).
 fn partitions(follow_rows: u64, post_rows: u64, budget: u64, threads: usize) -> u32 {
     let threads = threads.max(1) as u64;
@@ -222,76 +224,139 @@ struct Post {
     deleted: bool,
 }
 
-fn partition_of(
+/// What a round's read gives one of its partitions: the follows of its followees, as
+/// (followee, follower), and its authors' posts, the newest night's record of each mid.
+#[derive(Default)]
+struct Read {
+    edges: Vec<(i64, i64)>,
+    posts: FxHashMap<i64, Post>,
+}
+
+/// Reads every follow and post once for the partitions of `round` (of `n`), each row going
+/// to the partition of its followee or author, the files of a night side by side; returns
+/// each partition's rows, in round order, and the follow and post rows read.
+fn read_round(
     fs: &FileSystems,
     inputs: &Inputs,
-    p: u32,
+    round: &[u32],
     n: u32,
-    options: &InboxOptions,
-) -> Result<Built> {
-    let mine = |uid: i64| crate::hash::id_bucket(uid, n) == p;
-    let mut stats = InboxStats::default();
-
-    // Follows of the followees here, as (followee, follower), deduplicated.
-    // The hash spreads edges evenly: room for this partition's share, and a little more,
-    // so the vector does not double past the budget.
-    let share = inputs.follow_rows / u64::from(n);
-    let mut edges: Vec<(i64, i64)> = Vec::with_capacity((share + share / 32 + 1024) as usize);
+) -> Result<(Vec<Read>, (u64, u64))> {
+    let slot = |id: i64| -> Option<usize> {
+        let b = crate::hash::id_bucket(id, n);
+        round.iter().position(|&p| p == b)
+    };
+    // The hash spreads edges evenly: room for each partition's share, and a little more, so
+    // a vector does not double past the budget.
+    let share = (inputs.follow_rows / u64::from(n)) as usize;
+    let edges: Vec<Mutex<Vec<(i64, i64)>>> = round
+        .iter()
+        .map(|_| Mutex::new(Vec::with_capacity(share + share / 32 + 1024)))
+        .collect();
+    let follow_rows = AtomicU64::new(0);
     for night in &inputs.follows {
-        for f in night {
+        night.par_iter().try_for_each(|f| {
             partition::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
-                stats.follow_rows += b.num_rows() as u64;
+                follow_rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                 let follower = columns::ids(f, b, "follower")?;
                 let followee = columns::ids(f, b, "followee")?;
+                let mut mine: Vec<Vec<(i64, i64)>> = vec![Vec::new(); round.len()];
                 for i in 0..b.num_rows() {
-                    if mine(followee.value(i)) {
-                        edges.push((followee.value(i), follower.value(i)));
+                    if let Some(s) = slot(followee.value(i)) {
+                        mine[s].push((followee.value(i), follower.value(i)));
                     }
                 }
+                for (s, rows) in mine.into_iter().enumerate() {
+                    lock(&edges[s]).extend(rows);
+                }
                 Ok(())
-            })?;
-        }
+            })
+        })?;
     }
-    edges.sort_unstable();
-    edges.dedup();
-    stats.edges = edges.len() as u64;
 
-    // Posts by authors here, the newest night's record of each mid (a later record by an
-    // author elsewhere, or without author, removes it).
-    let mut posts: FxHashMap<i64, Post> = FxHashMap::default();
+    // Posts by the authors of each partition, the newest night's record of each mid: a
+    // later record by an author elsewhere, or without author, removes it. A mid appears
+    // once in a night, so a night's files go side by side and only older nights' records
+    // are looked up for removal.
+    let posts: Vec<Mutex<FxHashMap<i64, Post>>> = round.iter().map(|_| Mutex::default()).collect();
+    let post_rows = AtomicU64::new(0);
     for night in &inputs.posts {
-        for f in night {
+        let replaces: Vec<bool> = posts.iter().map(|m| !lock(m).is_empty()).collect();
+        night.par_iter().try_for_each(|f| {
             let cols = ["mid", "uid", "created_at", "is_deleted"];
             partition::read_parquet_columns(fs, f, &cols, &mut |b| {
-                stats.post_rows += b.num_rows() as u64;
+                post_rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                 let mid = columns::ids(f, b, "mid")?;
                 let uid = columns::opt_ids(b, "uid");
                 let created = columns::times(f, b, "created_at")?;
                 let deleted = b
                     .column_by_name("is_deleted")
                     .and_then(|c| c.as_boolean_opt());
+                let mut found: Vec<Vec<(i64, Post)>> = vec![Vec::new(); round.len()];
+                let mut others: Vec<i64> = Vec::new();
                 for i in 0..b.num_rows() {
                     let m = mid.value(i);
-                    match columns::opt(uid, i).filter(|&u| mine(u)) {
-                        Some(author) if created.is_valid(i) => {
+                    let author = columns::opt(uid, i).filter(|_| created.is_valid(i));
+                    let here = author.and_then(|a| slot(a).map(|s| (s, a)));
+                    match here {
+                        Some((s, author)) => {
                             let deleted = deleted.is_some_and(|d| d.is_valid(i) && d.value(i));
                             let post = Post {
                                 author,
                                 created: created.value(i),
                                 deleted,
                             };
-                            posts.insert(m, post);
+                            found[s].push((m, post));
                         }
-                        _ if !posts.is_empty() => {
-                            posts.remove(&m);
-                        }
-                        _ => {}
+                        None => others.push(m),
                     }
                 }
+                // One lock at a time. A mid whose record now goes to partition `s` leaves
+                // the others' maps (older nights put it there), as does one going nowhere.
+                for (t, map) in posts.iter().enumerate() {
+                    if !replaces[t] {
+                        continue;
+                    }
+                    let mut map = lock(map);
+                    let moved = found
+                        .iter()
+                        .enumerate()
+                        .filter(|&(s, _)| s != t)
+                        .flat_map(|(_, rows)| rows.iter().map(|(m, _)| m));
+                    for m in others.iter().chain(moved) {
+                        map.remove(m);
+                    }
+                }
+                for (s, rows) in found.into_iter().enumerate() {
+                    lock(&posts[s]).extend(rows);
+                }
                 Ok(())
-            })?;
-        }
+            })
+        })?;
     }
+    let reads = edges
+        .into_iter()
+        .zip(posts)
+        .map(|(e, p)| Read {
+            edges: e.into_inner().unwrap_or_else(|p| p.into_inner()),
+            posts: p.into_inner().unwrap_or_else(|p| p.into_inner()),
+        })
+        .collect();
+    let rows = (follow_rows.into_inner(), post_rows.into_inner());
+    Ok((reads, rows))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Builds one partition's fan-out from what the round read for it.
+fn partition_of(read: Read, options: &InboxOptions) -> Built {
+    let mut stats = InboxStats::default();
+    let Read { mut edges, posts } = read;
+    edges.sort_unstable();
+    edges.dedup();
+    stats.edges = edges.len() as u64;
+
     let mut by_author: Vec<(i64, i64, i64)> = Vec::with_capacity(posts.len());
     for (mid, post) in posts {
         if post.deleted {
@@ -345,7 +410,7 @@ fn partition_of(
             celebrity,
         });
     }
-    Ok(Built { authors, stats })
+    Built { authors, stats }
 }
 
 /// Rows of the inbox table built and written at once: a partition's entries (up to K per
