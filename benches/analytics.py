@@ -10,9 +10,11 @@
 - `inbox` (Parquet only, `--k`, `--celebrity-threshold`) against
   `benches/peers/duckdb_inbox.py` writing the same entries to Parquet. Both entry sets must be
   equal.
-- `cascades` against `benches/peers/duckdb_cascades.py`, a recursive CTE. DuckDB cannot read
-  `//@` markers, so it is handed the parent edges from our `repost_paths` (the case where the
-  parents are direct) and only walks them; sizes, depths and paths must be equal.
+- `cascades` against `benches/peers/duckdb_cascades.py`, a recursive CTE handed the parent
+  edges from our `repost_paths` (the case where the parents are direct), which only walks
+  them; and against `benches/peers/duckdb_cascades_full.py`, which does the whole job in SQL
+  (markers by `regexp_extract`, names joined to users, parents by an ASOF join, then the same
+  walk). Sizes, depths and paths must be equal to ours for both.
 
 Each pair runs in turn (2 threads for DuckDB), `--repeat` times after `--warmup` pairs, and each
 side's median run is kept. Prints the times, the ratio and each side's peak RSS; results go to
@@ -72,13 +74,18 @@ def side(result, ours, peer):
     return result
 
 
+def budget(args):
+    """Our jobs' --memory-budget, when one is asked for."""
+    return ["--memory-budget", args.memory_budget] if args.memory_budget else []
+
+
 def rank_bench(args, out, clean, graph):
     if not (graph / "friend_counts" / f"dt={DATE}" / "_SUCCESS").exists():
         measured([BIN, "-q", "friends", "--input", clean / "follows", "--output", graph, "--date", DATE])
     report, csv = out / "rank-report.json", out / "duck-rank.csv"
     ours, peer = interleaved(
         [BIN, "-q", "--report", report, "rank", "--input", clean, "--output", graph, "--date", DATE,
-         "--top", str(args.top)],
+         "--top", str(args.top), *budget(args)],
         [sys.executable, PEERS / "duckdb_rank.py", clean, graph, DATE, str(args.top), csv, "2"],
         args.repeat, args.warmup)
     if our_board(graph) != duck_board(csv):
@@ -105,7 +112,8 @@ def inbox_bench(args, out, clean, graph):
     report, target = out / "inbox-report.json", out / "duck-inbox.parquet"
     ours, peer = interleaved(
         [BIN, "-q", "--report", report, "inbox", "--input", clean, "--output", graph, "--date", DATE,
-         "--k", str(args.k), "--celebrity-threshold", str(args.celebrity_threshold)],
+         "--k", str(args.k), "--celebrity-threshold", str(args.celebrity_threshold),
+         *budget(args)],
         [sys.executable, PEERS / "duckdb_inbox.py", clean, DATE, str(args.k),
          str(args.celebrity_threshold), str(target)],
         args.repeat, args.warmup)
@@ -124,7 +132,7 @@ def inbox_bench(args, out, clean, graph):
 def cascades_bench(args, out, clean, graph):
     report, peer_out = out / "cascades-report.json", out / "duck-cascades"
     ours_cmd = [BIN, "-q", "--report", report, "cascades", "--input", clean, "--output", graph,
-                "--date", DATE]
+                "--date", DATE, *budget(args)]
     measured(ours_cmd)  # the parent edges the peer is handed
     edges = out / "cascade-edges"
     shutil.rmtree(edges, ignore_errors=True)
@@ -141,10 +149,20 @@ def cascades_bench(args, out, clean, graph):
                           f"SELECT root_mid, size, depth FROM read_parquet('{peer_out}/cascades.parquet')")):
         sys.exit("the cascades differ between weibo-etl and DuckDB")
     stats = json.loads(report.read_text())["cascades"]
-    result = {"job": "cascades", "clean": str(clean), "reposts": stats["reposts"],
-              "cascades": stats["cascades"], "max_depth": stats["max_depth"],
-              "partitions": stats["partitions"]}
-    return side(result, ours, peer)
+    facts = {"clean": str(clean), "reposts": stats["reposts"], "cascades": stats["cascades"],
+             "max_depth": stats["max_depth"], "partitions": stats["partitions"]}
+    walk = side({"job": "cascades", **facts}, ours, peer)
+    full_out = out / "duck-cascades-full"
+    ours, peer = interleaved(
+        ours_cmd,
+        [sys.executable, PEERS / "duckdb_cascades_full.py", clean, DATE, full_out],
+        args.repeat, args.warmup)
+    if not (same_rows(f"SELECT mid, depth, path FROM {paths}",
+                      f"SELECT mid, depth, path FROM read_parquet('{full_out}/paths.parquet')")
+            and same_rows(f"SELECT root_mid, size, depth FROM {cascades}",
+                          f"SELECT root_mid, size, depth FROM read_parquet('{full_out}/cascades.parquet')")):
+        sys.exit("the cascades differ between weibo-etl and DuckDB's whole job")
+    return [walk, side({"job": "cascades-full", **facts}, ours, peer)]
 
 
 def main():
@@ -158,6 +176,7 @@ def main():
     ap.add_argument("--celebrity-threshold", type=int, default=10000, help="inbox: fans above which no fan-out")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--memory-budget", help="our jobs' --memory-budget (default: each job's own)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -166,8 +185,9 @@ def main():
     graph = out / "graph"
     results = []
     for job in args.jobs.split(","):
-        results.append({"rank": rank_bench, "inbox": inbox_bench, "cascades": cascades_bench}[job](
-            args, out, clean, graph))
+        result = {"rank": rank_bench, "inbox": inbox_bench, "cascades": cascades_bench}[job](
+            args, out, clean, graph)
+        results.extend(result if isinstance(result, list) else [result])
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "command": " ".join(sys.argv)}
     (out / "analytics.json").write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     print(f"results: {out / 'analytics.json'}")
