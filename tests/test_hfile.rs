@@ -423,3 +423,65 @@ fn via_auto_picks_the_route_by_the_nights_size_and_says_why() {
     assert!(r["hfiles"]["files"].as_u64().unwrap() > 0, "{r}");
     assert_same_tables(&local, &large);
 }
+
+/// `friends --load --via hfile` writes the cells `friends --load` writes through Thrift: the
+/// friend table, `count:friends` and the `r:mutual` flags.
+#[test]
+fn friends_through_hfiles_give_the_thrift_routes_tables() {
+    use crate::test_load::{generated_clean, table_digest};
+    use weibo_etl::hbase::{Connection, Timeouts};
+    cluster::ensure();
+    let dir = tempfile::tempdir().unwrap();
+    let clean = generated_clean(dir.path());
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        out
+    };
+    let thrift = cluster::Scratch::new("friends_thrift");
+    let bulk = cluster::Scratch::new("friends_hfile");
+    let staging = format!("{}/it/{bulk}/staging", cluster::HDFS);
+    let handover = local_handover();
+    for (ns, route) in [
+        (&thrift, vec![]),
+        (
+            &bulk,
+            vec![
+                "--via",
+                "hfile",
+                "--staging",
+                &staging,
+                "--bulkload-cmd",
+                &handover,
+            ],
+        ),
+    ] {
+        ok(load(&clean, ns, &[], &[]));
+        let report = dir.path().join(format!("friends-{ns}.json"));
+        ok(run(bin()
+            .args(["-q", "--namespace", ns, "--report"])
+            .arg(&report)
+            .args(["friends", "--input"])
+            .arg(clean.join("follows"))
+            .arg("--output")
+            .arg(dir.path().join(format!("graph-{ns}")))
+            .args([
+                "--date",
+                crate::test_clean::DATE,
+                "--load",
+                "--regions",
+                "4",
+            ])
+            .args(&route)));
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let via = if route.is_empty() { "thrift" } else { "hfile" };
+        assert_eq!(r["load"]["via"], via, "{r}");
+    }
+    let mut conn = Connection::connect(cluster::THRIFT, Timeouts::default()).unwrap();
+    for table in ["friend", "user", "follow", "fans"] {
+        let a = table_digest(&mut conn, &format!("{thrift}:{table}"));
+        let b = table_digest(&mut conn, &format!("{bulk}:{table}"));
+        assert!(a.0 > 0, "{table} is empty");
+        assert_eq!(a, b, "{table}: the HFile route differs");
+    }
+}

@@ -70,6 +70,8 @@ pub struct Args {
     /// Regions a missing table is pre-split into (with --load)
     #[arg(long, default_value_t = LoadOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
+    #[command(flatten)]
+    route: super::RouteArgs,
 }
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
@@ -157,11 +159,11 @@ fn load_hbase(
 ) -> Result<(FriendsStats, Option<Marker>)> {
     let load_options = LoadOptions {
         regions: args.regions,
-        ..ctx.load_options(
+        ..args.route.apply(ctx.load_options(
             String::new(),
             args.date.format("%Y-%m-%d").to_string(),
             vec![Table::Friend, Table::User, Table::Follow, Table::Fans],
-        )
+        ))
     };
     let whole = slice == Slice::ALL;
     if !whole {
@@ -184,7 +186,21 @@ fn load_hbase(
     };
     let mut stats = None;
     let mut skipped = (0u64, 0u64);
-    let written = load::write_with(&load_options, &mut |put| {
+    // --via auto weighs the follow rows read: each mutual pair becomes six puts.
+    let route = load::Route {
+        fs: &ctx.fs,
+        root: output.clone(),
+        rows: dataset::partition::parquet_rows(
+            &ctx.fs,
+            ctx.fs
+                .expand_inputs(&args.inputs)?
+                .iter()
+                .filter(|f| f.location.to_string().ends_with(".parquet")),
+        )?,
+    };
+    let ts = load::cell_timestamp(&date)?;
+    let written = load::write_routed_with(&route, &load_options, &mut |timed| {
+        let put: &mut PutSink<'_> = &mut |t, p| timed(t, p, ts);
         let hbase = HBaseSink {
             put: Mutex::new(put),
             whole,
@@ -206,11 +222,12 @@ fn load_hbase(
     })
     .context("computing friends into HBase")?;
     eprintln!(
-        "hbase: {} puts in {:.2}s into {}:friend/user/follow/fans ({} pairs and {} counts \
+        "hbase: {} puts in {:.2}s into {}:friend/user/follow/fans ({}; {} pairs and {} counts \
          unchanged since {})",
         written.rows,
         written.seconds,
         ctx.global.namespace,
+        super::route_taken(&written),
         skipped.0,
         skipped.1,
         base.as_ref().map_or("-", |b| b.date.as_str())

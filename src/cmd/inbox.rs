@@ -3,7 +3,6 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
-use clap::ValueEnum as _;
 use weibo_etl::dataset::partition;
 use weibo_etl::graph::inbox::{self, InboxOptions, InboxStats};
 use weibo_etl::hbase::admin::Admin;
@@ -163,16 +162,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         s.posts_deleted
     );
     if let Some(w) = &written {
-        let via = match &w.auto {
-            Some(choice) => format!("--via auto: {}", choice.because),
-            None => match w.via.to_possible_value() {
-                Some(v) => format!("--via {}", v.get_name()),
-                None => String::new(),
-            },
-        };
         eprintln!(
-            "hbase: {} cells in {:.2}s into {}:inbox ({via})",
-            w.rows, w.seconds, ctx.global.namespace
+            "hbase: {} cells in {:.2}s into {}:inbox ({})",
+            w.rows,
+            w.seconds,
+            ctx.global.namespace,
+            super::route_taken(w)
         );
         report.set("load", w);
     }

@@ -227,6 +227,19 @@ impl RouteArgs {
     }
 }
 
+/// The route a write took, as its summary line says it: `--via hfile`, or `--via auto:` and
+/// why.
+pub fn route_taken(w: &weibo_etl::load::LoadReport) -> String {
+    use clap::ValueEnum as _;
+    match &w.auto {
+        Some(choice) => format!("--via auto: {}", choice.because),
+        None => w
+            .via
+            .to_possible_value()
+            .map_or_else(String::new, |v| format!("--via {}", v.get_name())),
+    }
+}
+
 /// Options of every job that writes Parquet.
 #[derive(clap::Args, Debug)]
 pub struct ParquetArgs {
