@@ -121,6 +121,31 @@ pub mod cluster {
             .collect()
     }
 
+    /// Where a test's `--via hfile` stages its HFiles: its namespace's folder on HDFS.
+    pub fn staging(ns: &str) -> String {
+        format!("{HDFS}/it/{ns}/staging")
+    }
+
+    /// The local cluster's hand-over command, for `--bulkload-cmd`.
+    pub fn local_handover() -> String {
+        format!("{} cluster bulkload", env!("CARGO_BIN_EXE_weibo-etl"))
+    }
+
+    /// `--via hfile` staging under [`staging`], handed over by [`local_handover`].
+    pub fn bulk_route(ns: &str) -> Vec<String> {
+        let (staging, handover) = (staging(ns), local_handover());
+        [
+            "--via",
+            "hfile",
+            "--staging",
+            &staging,
+            "--bulkload-cmd",
+            &handover,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
     /// A test's namespace whose tables are dropped when it goes out of scope (a failed test
     /// included), so a long suite does not fill the one JVM's heap with regions.
     pub struct Scratch(pub String);

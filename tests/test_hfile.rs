@@ -175,6 +175,12 @@ fn hbase_reads_checks_and_bulk_loads_our_hfiles() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// `out`, after checking it succeeded.
+fn ok(out: std::process::Output) -> std::process::Output {
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    out
+}
+
 /// `weibo-etl <global> load` of `clean` into `ns` (4 regions, 3 writers), then `extra`.
 fn load(
     clean: &std::path::Path,
@@ -207,7 +213,7 @@ fn hfile_load(
     handover: &str,
     extra: &[&str],
 ) -> std::process::Output {
-    let staging = format!("{}/it/{ns}/staging", cluster::HDFS);
+    let staging = cluster::staging(ns);
     let mut args = vec![
         "--via",
         "hfile",
@@ -220,20 +226,12 @@ fn hfile_load(
     load(clean, ns, global, &args)
 }
 
-fn local_handover() -> String {
-    format!("{} cluster bulkload", env!("CARGO_BIN_EXE_weibo-etl"))
-}
-
 #[test]
 fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() {
     use crate::test_load::{assert_same_tables, generated_clean};
     cluster::ensure();
     let dir = tempfile::tempdir().unwrap();
     let clean = generated_clean(dir.path());
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
 
     let thrift = cluster::Scratch::new("via_thrift");
     ok(load(&clean, &thrift, &[], &[]));
@@ -245,7 +243,7 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
         &clean,
         &bulk,
         &["--report".as_ref(), report.as_os_str()],
-        &local_handover(),
+        &cluster::local_handover(),
         &["--memory-budget", "64KiB"],
     ));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
@@ -280,9 +278,7 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
     );
     // Nor is any HFile left that a later hand-over could adopt.
     let fs = FileSystems::new(cluster::HDFS);
-    let staging = fs
-        .parse(&format!("{}/it/{failed}/staging", cluster::HDFS))
-        .unwrap();
+    let staging = fs.parse(&cluster::staging(&failed)).unwrap();
     let left = fs.list(&staging, true).unwrap_or_default();
     assert!(left.iter().all(|f| f.is_dir), "a failed run left {left:?}");
     // The resumed run writes zstd-compressed HFiles: the region servers read them too.
@@ -290,7 +286,7 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
         &clean,
         &failed,
         &[],
-        &local_handover(),
+        &cluster::local_handover(),
         &["--resume", "--hfile-compression", "zstd"],
     ));
     assert_same_tables(&thrift, &failed);
@@ -309,9 +305,7 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
         "killed by a signal: {}",
         stderr(&out)
     );
-    let staging = fs
-        .parse(&format!("{}/it/{killed}/staging", cluster::HDFS))
-        .unwrap();
+    let staging = fs.parse(&cluster::staging(&killed)).unwrap();
     let left = fs.list(&staging, true).unwrap_or_default();
     assert!(
         left.iter().any(|f| !f.is_dir),
@@ -321,14 +315,20 @@ fn hfile_route_gives_the_thrift_routes_tables_and_survives_a_failed_hand_over() 
         &clean,
         &killed,
         &[],
-        &local_handover(),
+        &cluster::local_handover(),
         &["--resume"],
     ));
     assert_same_tables(&thrift, &killed);
 
     // A second load of the same night through HFiles changes nothing a reader sees, and
     // neither does a major compaction, which merges the two loads' equal cells.
-    ok(hfile_load(&clean, &failed, &[], &local_handover(), &[]));
+    ok(hfile_load(
+        &clean,
+        &failed,
+        &[],
+        &cluster::local_handover(),
+        &[],
+    ));
     assert_same_tables(&thrift, &failed);
     for table in cluster::every_table()
         .into_iter()
@@ -383,8 +383,8 @@ fn via_auto_picks_the_route_by_the_nights_size_and_says_why() {
     let rows = r["auto"]["input_rows"].as_u64().unwrap();
     assert!(rows > 10_000, "{r}");
 
-    let handover = local_handover();
-    let staged = |ns: &str| format!("{}/it/{ns}/staging", cluster::HDFS);
+    let handover = cluster::local_handover();
+    let staged = cluster::staging;
     // One row short of the threshold: Thrift.
     let small = cluster::Scratch::new("auto_small");
     let (below, at) = ((rows + 1).to_string(), rows.to_string());
@@ -429,32 +429,12 @@ fn via_auto_picks_the_route_by_the_nights_size_and_says_why() {
 #[test]
 fn friends_through_hfiles_give_the_thrift_routes_tables() {
     use crate::test_load::{generated_clean, table_digest};
-    use weibo_etl::hbase::{Connection, Timeouts};
     cluster::ensure();
     let dir = tempfile::tempdir().unwrap();
     let clean = generated_clean(dir.path());
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
     let thrift = cluster::Scratch::new("friends_thrift");
     let bulk = cluster::Scratch::new("friends_hfile");
-    let staging = format!("{}/it/{bulk}/staging", cluster::HDFS);
-    let handover = local_handover();
-    for (ns, route) in [
-        (&thrift, vec![]),
-        (
-            &bulk,
-            vec![
-                "--via",
-                "hfile",
-                "--staging",
-                &staging,
-                "--bulkload-cmd",
-                &handover,
-            ],
-        ),
-    ] {
+    for (ns, route) in [(&thrift, vec![]), (&bulk, cluster::bulk_route(&bulk))] {
         ok(load(&clean, ns, &[], &[]));
         let report = dir.path().join(format!("friends-{ns}.json"));
         ok(run(bin()

@@ -257,23 +257,6 @@ mod cluster_tests {
         serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap()
     }
 
-    /// `--via hfile`, staging under the namespace's folder on HDFS, handed over by the local
-    /// cluster's tool.
-    fn bulk_route(ns: &str) -> Vec<String> {
-        let handover = format!("{} cluster bulkload", env!("CARGO_BIN_EXE_weibo-etl"));
-        let staging = format!("{}/it/{ns}/staging", cluster::HDFS);
-        [
-            "--via",
-            "hfile",
-            "--staging",
-            &staging,
-            "--bulkload-cmd",
-            &handover,
-        ]
-        .map(String::from)
-        .to_vec()
-    }
-
     use weibo_etl::hbase::admin::VersionedCell;
 
     /// Every version of every cell of the inbox rows of `users` in `ns`.
@@ -305,7 +288,7 @@ mod cluster_tests {
         let graph = dir.path().join("graph");
         let ns = cluster::Scratch::new("inbox_feed");
         let bulk = cluster::Scratch::new("inbox_bulk");
-        let route = bulk_route(&bulk);
+        let route = cluster::bulk_route(&bulk);
         let route: Vec<&str> = route.iter().map(String::as_str).collect();
         let limit = 50;
         for night in NIGHTS {

@@ -23,22 +23,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from duckdb_rank import nights, union  # noqa: E402
 
 
-def main(argv):
-    if len(argv) != 4:
-        sys.exit(__doc__)
-    edges_dir, clean, date, out = argv
-    os.makedirs(out, exist_ok=True)
-    db = duckdb.connect()
-    db.execute("SET threads = 2")
-    started = time.perf_counter()
-    posts = union(nights(clean, "posts", date), "mid, uid")
-    db.execute(f"""
-        CREATE TEMP TABLE authors AS SELECT mid, uid FROM (
-            SELECT *, row_number() OVER (PARTITION BY mid ORDER BY night DESC) AS n FROM ({posts}))
-        WHERE n = 1""")
-    db.execute(f"""
-        CREATE TEMP TABLE edges AS
-        SELECT mid, uid, root_mid, parent_mid FROM read_parquet('{edges_dir}/*.parquet')""")
+def walk(db, out):
+    """Walks the temp table `edges` (mid, uid, root_mid, parent_mid) down from each root, the
+    roots' authors from `authors` (mid, uid); writes OUT/paths.parquet and
+    OUT/cascades.parquet, and returns the reposts placed."""
     db.execute("""
         CREATE TEMP TABLE walked AS
         WITH RECURSIVE walk(mid, root_mid, depth, path) AS (
@@ -55,7 +43,26 @@ def main(argv):
     db.execute(f"""COPY (SELECT root_mid, count(*) AS size, max(depth) AS depth FROM walked
                          GROUP BY root_mid)
                    TO '{out}/cascades.parquet' (FORMAT parquet, COMPRESSION zstd)""")
-    rows = db.execute("SELECT count(*) FROM walked").fetchone()[0]
+    return db.execute("SELECT count(*) FROM walked").fetchone()[0]
+
+
+def main(argv):
+    if len(argv) != 4:
+        sys.exit(__doc__)
+    edges_dir, clean, date, out = argv
+    os.makedirs(out, exist_ok=True)
+    db = duckdb.connect()
+    db.execute("SET threads = 2")
+    started = time.perf_counter()
+    posts = union(nights(clean, "posts", date), "mid, uid")
+    db.execute(f"""
+        CREATE TEMP TABLE authors AS SELECT mid, uid FROM (
+            SELECT *, row_number() OVER (PARTITION BY mid ORDER BY night DESC) AS n FROM ({posts}))
+        WHERE n = 1""")
+    db.execute(f"""
+        CREATE TEMP TABLE edges AS
+        SELECT mid, uid, root_mid, parent_mid FROM read_parquet('{edges_dir}/*.parquet')""")
+    rows = walk(db, out)
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"peer": "duckdb", "job": "cascades", "rows": rows,

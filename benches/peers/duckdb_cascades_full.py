@@ -8,10 +8,10 @@ record of each mid among posts and reposts (a later record without a root remove
 first marker's screen name (`regexp_extract`), resolved to the newest night's holder of that
 name; the parent is that user's latest repost of the same root made before this one in
 (created_at, mid) order (an ASOF join), else the root; then a recursive CTE walks every
-repost down from its root, giving its depth and its path (uids from the repost back to the
-root's author). Writes OUT_DIR/cascades.parquet (`root_mid, size, depth`) and
-OUT_DIR/paths.parquet (`mid, depth, path`), and prints one JSON line: peer, job, rows,
-seconds, peak_rss_mb.
+repost down from its root (`duckdb_cascades.walk`), giving its depth and its path (uids
+from the repost back to the root's author). Writes OUT_DIR/cascades.parquet (`root_mid, size,
+depth`) and OUT_DIR/paths.parquet (`mid, depth, path`), and prints one JSON line: peer, job,
+rows, seconds, peak_rss_mb.
 """
 import json
 import os
@@ -22,6 +22,7 @@ import time
 import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from duckdb_cascades import walk  # noqa: E402
 from duckdb_rank import nights, union  # noqa: E402
 
 # The first `//@name:` whose name has 1 to 30 characters, none a colon, `@`, `/` or space.
@@ -67,23 +68,7 @@ def main(argv):
         SELECT r.mid, r.uid, r.root_mid, coalesce(p.mid, r.root_mid) AS parent_mid
         FROM rp r ASOF LEFT JOIN rp p
           ON p.root_mid = r.root_mid AND p.uid = r.named AND p.ord < r.ord""")
-    db.execute("""
-        CREATE TEMP TABLE walked AS
-        WITH RECURSIVE walk(mid, root_mid, depth, path) AS (
-            SELECT e.mid, e.root_mid, 1,
-                   CASE WHEN a.uid IS NULL THEN [e.uid] ELSE [e.uid, a.uid] END
-            FROM edges e LEFT JOIN authors a ON a.mid = e.root_mid
-            WHERE e.parent_mid = e.root_mid
-            UNION ALL
-            SELECT e.mid, e.root_mid, w.depth + 1, list_prepend(e.uid, w.path)
-            FROM edges e JOIN walk w ON e.parent_mid = w.mid AND e.parent_mid <> e.root_mid)
-        SELECT * FROM walk""")
-    db.execute(f"""COPY (SELECT mid, depth, path FROM walked)
-                   TO '{out}/paths.parquet' (FORMAT parquet, COMPRESSION zstd)""")
-    db.execute(f"""COPY (SELECT root_mid, count(*) AS size, max(depth) AS depth FROM walked
-                         GROUP BY root_mid)
-                   TO '{out}/cascades.parquet' (FORMAT parquet, COMPRESSION zstd)""")
-    rows = db.execute("SELECT count(*) FROM walked").fetchone()[0]
+    rows = walk(db, out)
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"peer": "duckdb", "job": "cascades-full", "rows": rows,

@@ -187,16 +187,17 @@ fn load_hbase(
     let mut stats = None;
     let mut skipped = (0u64, 0u64);
     // --via auto weighs the follow rows read: each mutual pair becomes six puts.
+    let follow_rows = || -> weibo_etl::Result<u64> {
+        let files = ctx.fs.expand_inputs(&args.inputs)?;
+        let parquet = files
+            .iter()
+            .filter(|f| f.location.to_string().ends_with(".parquet"));
+        dataset::partition::parquet_rows(&ctx.fs, parquet)
+    };
     let route = load::Route {
         fs: &ctx.fs,
         root: output.clone(),
-        rows: dataset::partition::parquet_rows(
-            &ctx.fs,
-            ctx.fs
-                .expand_inputs(&args.inputs)?
-                .iter()
-                .filter(|f| f.location.to_string().ends_with(".parquet")),
-        )?,
+        rows: &follow_rows,
     };
     let ts = load::cell_timestamp(&date)?;
     let written = load::write_routed_with(&route, &load_options, &mut |timed| {

@@ -94,11 +94,14 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 .apply(ctx.load_options(String::new(), date.clone(), vec![Table::Inbox]))
         };
         // --via auto weighs the follow rows: each becomes up to K cells.
-        let follows = partition::history(&ctx.fs, &clean, "follows", &date)?;
+        let follow_rows = || -> weibo_etl::Result<u64> {
+            let follows = partition::history(&ctx.fs, &clean, "follows", &date)?;
+            partition::parquet_rows(&ctx.fs, &follows)
+        };
         let route = load::Route {
             fs: &ctx.fs,
             root: output.clone(),
-            rows: partition::parquet_rows(&ctx.fs, &follows)?,
+            rows: &follow_rows,
         };
         let run_ts = load::cell_timestamp(&date)?;
         let mut stats = None;

@@ -302,6 +302,22 @@ impl Staged {
     }
 }
 
+/// Hash partitions for `bytes` of work when `threads` partitions are held at once in
+/// `budget`: at least `min`, and past one a multiple of `threads`, so every round of them
+/// is full (a job's round reads every input row, so a half-empty last round costs a whole
+/// read for a fraction of the work).
+pub fn partitions_in_rounds(bytes: u64, budget: u64, threads: usize, min: u64) -> u32 {
+    let threads = threads.max(1) as u64;
+    let per_pass = (budget / threads).max(1);
+    let n = bytes.div_ceil(per_pass).max(min).max(1);
+    let n = if n > 1 {
+        n.div_ceil(threads) * threads
+    } else {
+        n
+    };
+    n.clamp(1, 4096) as u32
+}
+
 /// A tag unique to this run, for staging folder names.
 pub fn run_tag() -> String {
     let nanos = std::time::SystemTime::now()
@@ -614,19 +630,7 @@ impl OpenedParquet {
         columns: &[&str],
         f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
-        let builder = self.builder();
-        let roots: Vec<usize> = builder
-            .schema()
-            .fields()
-            .iter()
-            .enumerate()
-            .filter(|(_, field)| columns.contains(&field.name().as_str()))
-            .map(|(i, _)| i)
-            .collect();
-        let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
-        let builder = builder
-            .with_projection(mask)
-            .with_batch_size(READ_BATCH_ROWS);
+        let builder = self.projected(columns);
         let builder = match row_group {
             Some(i) => builder.with_row_groups(vec![i]),
             None => builder,
@@ -642,6 +646,16 @@ impl OpenedParquet {
         selection: RowSelection,
         f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
+        let builder = self
+            .projected(columns)
+            .with_row_selection(selection)
+            // Skipped, not decoded and filtered: the rows left out are the costly ones.
+            .with_row_selection_policy(RowSelectionPolicy::Selectors);
+        stream_batches(&self.file, builder, f)
+    }
+
+    /// A reader of the top-level `columns` the file has, in [`READ_BATCH_ROWS`] batches.
+    fn projected(&self, columns: &[&str]) -> ParquetRecordBatchReaderBuilder<ParquetFile> {
         let builder = self.builder();
         let roots: Vec<usize> = builder
             .schema()
@@ -652,13 +666,9 @@ impl OpenedParquet {
             .map(|(i, _)| i)
             .collect();
         let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), roots);
-        let builder = builder
+        builder
             .with_projection(mask)
-            .with_row_selection(selection)
-            // Skipped, not decoded and filtered: the rows left out are the costly ones.
-            .with_row_selection_policy(RowSelectionPolicy::Selectors)
-            .with_batch_size(READ_BATCH_ROWS);
-        stream_batches(&self.file, builder, f)
+            .with_batch_size(READ_BATCH_ROWS)
     }
 
     /// Whether the file has a top-level column `name`.

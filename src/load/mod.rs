@@ -420,6 +420,32 @@ struct BulkTarget<'a> {
     staged: Mutex<Vec<bulk::StagedFile>>,
 }
 
+impl BulkTarget<'_> {
+    /// Once the writers are done (`written`): hands every staged HFile to HBase and removes
+    /// the staging folder. A failed write or hand-over removes it too, so a failed run leaves
+    /// no HFile that a later hand-over could adopt.
+    fn hand_over(&self, options: &LoadOptions, written: Result<()>) -> Result<bulk::HandOver> {
+        let clear_staging = |e: Error| {
+            if let Err(cleanup) = self.fs.delete(&self.staging) {
+                log::warn!("could not remove {}: {cleanup}", self.staging);
+            }
+            e
+        };
+        written.map_err(clear_staging)?;
+        let staged = std::mem::take(&mut *self.staged.lock().unwrap_or_else(|p| p.into_inner()));
+        let handed = bulk::hand_over(
+            self.fs,
+            &self.staging,
+            &options.namespace,
+            &options.bulkload_cmd,
+            &staged,
+        )
+        .map_err(clear_staging)?;
+        self.fs.delete(&self.staging)?;
+        Ok(handed)
+    }
+}
+
 /// One bulk collector: takes the puts a writer would send, and writes its HFiles once told
 /// every unit succeeded.
 fn collector_loop(
@@ -865,20 +891,16 @@ pub fn write_timed_with(
     options: &LoadOptions,
     produce: &mut dyn FnMut(&mut TimedPutSink<'_>) -> Result<()>,
 ) -> Result<LoadReport> {
-    let thrift = LoadOptions {
-        via: Via::Thrift,
-        ..options.clone()
-    };
-    write_routed(None, &thrift, produce)
+    write_routed(None, options, produce)
 }
 
 /// Where a job other than `load` may bulk-load: its file systems, the folder whose
 /// `_hfiles/` stages the HFiles unless `--staging` says otherwise, and the size `--via auto`
-/// weighs (rows in, as the job counts them).
+/// weighs (rows in, as the job counts them; counted only for `--via auto`).
 pub struct Route<'a> {
     pub fs: &'a FileSystems,
     pub root: Location,
-    pub rows: u64,
+    pub rows: &'a dyn Fn() -> Result<u64>,
 }
 
 /// [`write_timed_with`] by `options.via`: through Thrift, or as HFiles handed to HBase once
@@ -892,6 +914,7 @@ pub fn write_routed_with(
     write_routed(Some(route), options, produce)
 }
 
+/// Without a `route`, through Thrift whatever `options.via` says.
 fn write_routed(
     route: Option<&Route<'_>>,
     options: &LoadOptions,
@@ -900,7 +923,7 @@ fn write_routed(
     let started = Instant::now();
     let ts = cell_timestamp(&options.date)?;
     let auto = match (options.via, route) {
-        (Via::Auto, Some(r)) => Some(choose(r.fs, &r.root, options, r.rows)?),
+        (Via::Auto, Some(r)) => Some(choose(r.fs, &r.root, options, (r.rows)()?)?),
         _ => None,
     };
     let via = match (&auto, options.via) {
@@ -938,25 +961,7 @@ fn write_routed(
     let Some(target) = target else {
         return written.map(|_| report);
     };
-    let fs = target.fs;
-    let clear_staging = |e: Error| {
-        if let Err(cleanup) = fs.delete(&target.staging) {
-            log::warn!("could not remove {}: {cleanup}", target.staging);
-        }
-        e
-    };
-    written.map_err(clear_staging)?;
-    let staged = std::mem::take(&mut *target.staged.lock().unwrap_or_else(|p| p.into_inner()));
-    let handed = bulk::hand_over(
-        fs,
-        &target.staging,
-        &options.namespace,
-        &options.bulkload_cmd,
-        &staged,
-    )
-    .map_err(clear_staging)?;
-    fs.delete(&target.staging)?;
-    report.hfiles = Some(handed);
+    report.hfiles = Some(target.hand_over(options, written)?);
     // The hand-over is part of the write's time.
     report.set_time(started);
     Ok(report)
@@ -1511,31 +1516,13 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
                 Ok(())
             },
         );
-        // A failed run leaves no HFile that a hand-over could adopt.
-        let clear_staging = |e: Error| {
-            if let Some(target) = &bulk_target {
-                if let Err(cleanup) = fs.delete(&target.staging) {
-                    log::warn!("could not remove {}: {cleanup}", target.staging);
-                }
+        match &bulk_target {
+            None => written?,
+            Some(target) => {
+                report.hfiles = Some(target.hand_over(options, written)?);
+                let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
+                fs.write_atomic(&manifest_loc, &text)?;
             }
-            e
-        };
-        written.map_err(clear_staging)?;
-        if let Some(target) = &bulk_target {
-            let staged =
-                std::mem::take(&mut *target.staged.lock().unwrap_or_else(|p| p.into_inner()));
-            let handed = bulk::hand_over(
-                fs,
-                &target.staging,
-                &options.namespace,
-                &options.bulkload_cmd,
-                &staged,
-            )
-            .map_err(clear_staging)?;
-            fs.delete(&target.staging)?;
-            report.hfiles = Some(handed);
-            let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
-            fs.write_atomic(&manifest_loc, &text)?;
         }
         report.units_done = units_done;
         report.units_skipped = units_skipped;

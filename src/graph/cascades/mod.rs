@@ -149,13 +149,10 @@ const BYTES_PER_POST: u64 = 40;
 /// fixed-width columns of every row but the texts of its own reposts only, so more
 /// partitions than the budget needs still share the costly part between the threads.
 fn partitions(rows: u64, reposts: u64, budget: u64, threads: usize) -> u32 {
-    let threads = threads.max(1) as u64;
-    let per_pass = (budget / threads).max(1);
     let bytes = reposts
         .saturating_mul(BYTES_PER_REPOST)
         .saturating_add(rows.saturating_mul(BYTES_PER_POST));
-    let n = bytes.div_ceil(per_pass).max(threads).div_ceil(threads) * threads;
-    n.clamp(1, 4096) as u32
+    partition::partitions_in_rounds(bytes, budget, threads, threads as u64)
 }
 
 /// Builds every cascade and writes both tables under `output`; returns what it found.

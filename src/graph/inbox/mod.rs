@@ -198,22 +198,13 @@ pub fn run(
     result
 }
 
-/// Partitions for rows of follows and posts: `threads` are built at once within the budget,
-/// and every round of them is full (a round reads every row, so a half-empty last round
-/// costs a whole read for a fraction of the work).
+/// Partitions for rows of follows and posts, `threads` built at once within the budget, in
+/// full rounds.
 fn partitions(follow_rows: u64, post_rows: u64, budget: u64, threads: usize) -> u32 {
-    let threads = threads.max(1) as u64;
-    let per_pass = (budget / threads).max(1);
     let bytes = follow_rows
         .saturating_mul(BYTES_PER_FOLLOW)
         .saturating_add(post_rows.saturating_mul(BYTES_PER_POST));
-    let n = bytes.div_ceil(per_pass).max(1);
-    let n = if n > 1 {
-        n.div_ceil(threads) * threads
-    } else {
-        n
-    };
-    n.clamp(1, 4096) as u32
+    partition::partitions_in_rounds(bytes, budget, threads, 1)
 }
 
 /// A post as read: its author, time, and whether it is deleted.
