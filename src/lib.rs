@@ -12,7 +12,9 @@
 //!   [`load::layout`] owns every table, rowkey and cell any job writes or reads;
 //! - [`graph`]: batch graph analytics (mutual follows, `graph::friends`);
 //! - [`verify`]: sampled read-back of the loaded tables, with latencies;
-//! - [`pipeline`]: the nightly job file, its lock and its stages, for `weibo-etl run`.
+//! - [`pipeline`]: the nightly job file, its lock and its stages, for `weibo-etl run`;
+//! - [`yarn`]: a job's slices as the map tasks of a YARN job (Hadoop Streaming), and the job
+//!   commit that promotes them.
 //!
 //! The contracts and mechanisms they share, which depend on no stage:
 //! - [`dataset`]: the cleaned tables (entities, reject codes, schemas, the follows pair
@@ -43,6 +45,7 @@ pub mod report;
 pub mod spill;
 pub mod values;
 pub mod verify;
+pub mod yarn;
 
 pub use error::{Error, Result};
 
@@ -90,7 +93,7 @@ mod house {
 
     #[test]
     fn stages_depend_on_contracts_and_nothing_on_dev() {
-        let stages = ["raw", "clean", "load", "graph", "verify", "pipeline"];
+        let stages = ["raw", "clean", "load", "graph", "verify", "pipeline", "yarn"];
         let shared = [
             "dataset", "values", "hash", "spill", "hdfs", "hbase", "report", "progress", "error",
         ];
@@ -102,6 +105,7 @@ mod house {
             ("graph", &[]),
             ("verify", &[]),
             ("pipeline", &[]),
+            ("yarn", &[]),
         ];
         for (module, extra) in allowed {
             for name in named(module) {

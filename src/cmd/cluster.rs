@@ -10,6 +10,7 @@ use super::Context;
 const EXAMPLES: &str = "\
 Examples:
   weibo-etl cluster up          start it (first run downloads Maven artifacts: minutes)
+  weibo-etl cluster up --yarn   with YARN too, for `weibo-etl yarn submit`
   weibo-etl cluster status      which of HDFS / Thrift1 / Thrift2 answer
   weibo-etl cluster down        stop it (SIGTERM, clean shutdown)
   weibo-etl cluster bulkload hdfs://127.0.0.1:9000/staging/user weibo:user
@@ -24,7 +25,8 @@ Examples:
 
 It listens on hdfs://127.0.0.1:9000 (NameNode), 127.0.0.1:9090 (HBase Thrift1) and
 127.0.0.1:9091 (HBase Thrift2), and 127.0.0.1:9092 (its control port: bulk loads and
-compactions). Logs, pid file and data live in target/local-cluster/.";
+compactions, and the streaming jobs of `yarn submit`). Logs, pid file and data live in
+target/local-cluster/.";
 
 /// Start, stop or inspect the local cluster: a real HDFS (MiniDFSCluster), HBase (mini
 /// cluster, root dir on that HDFS) and the HBase Thrift1 + Thrift2 gateways in one JVM,
@@ -43,6 +45,11 @@ enum Action {
         /// Give up waiting for READY after this many seconds
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        /// Also start YARN (a MiniMRYarnCluster: ResourceManager, one NodeManager, MapReduce)
+        /// in the same JVM, on the same HDFS, for `weibo-etl yarn submit`; added to a running
+        /// cluster too
+        #[arg(long)]
+        yarn: bool,
     },
     /// Stop the cluster started by `up`
     Down,
@@ -79,9 +86,10 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let paths = ClusterPaths::discover();
     let mut report = Report::new("cluster");
     match args.action {
-        Action::Up { timeout } => {
+        Action::Up { timeout, yarn } => {
             let options = UpOptions {
                 ready_timeout: std::time::Duration::from_secs(timeout),
+                yarn,
                 ..UpOptions::default()
             };
             let outcome = cluster::up(&paths, &options).context("starting the local cluster")?;
@@ -94,6 +102,9 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                     outcome.pid.unwrap_or_default(),
                     paths.log_file().display()
                 );
+            }
+            if let Some(rm) = &outcome.yarn {
+                println!("yarn up: ResourceManager at {rm}");
             }
             report.set("up", &outcome);
         }

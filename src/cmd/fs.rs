@@ -1,4 +1,4 @@
-//! `weibo-etl fs ls|put|cat|rm`: the file operations an operator needs around the jobs,
+//! `weibo-etl fs ls|put|get|cat|rm`: the file operations an operator needs around the jobs,
 //! on HDFS or local disk, with the same URL rules the jobs use.
 
 use std::io::{self, Read, Write};
@@ -12,11 +12,12 @@ const EXAMPLES: &str = "\
 Examples:
   weibo-etl fs put sample_data hdfs:///weibo/raw/dt=2026-11-29
   weibo-etl fs ls -r hdfs:///weibo/raw
+  weibo-etl fs get hdfs:///weibo/graph/friends/dt=2026-11-29 friends-29
   weibo-etl fs cat hdfs:///weibo/raw/dt=2026-11-29/users/users.csv | head
   weibo-etl fs rm hdfs:///tmp/old-run";
 
-/// List, upload, print and delete files on HDFS or local disk. Uploads are atomic per file:
-/// each file appears under its final name only once all of its bytes are written.
+/// List, upload, download, print and delete files on HDFS or local disk. Copies are atomic
+/// per file: each file appears under its final name only once all of its bytes are written.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -35,6 +36,9 @@ enum Action {
     },
     /// Copy a local file or folder tree to a URL (replacing files of the same name)
     Put { local: String, url: String },
+    /// Copy a file or folder tree at a URL to a local path (replacing files of the same
+    /// name), so outputs on HDFS can be read with local tools
+    Get { url: String, local: String },
     /// Print a file to stdout
     Cat { url: String },
     /// Delete a file or folder tree
@@ -63,6 +67,10 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         Action::Put { local, url } => {
             let (files, bytes) = put(fs, &local, &url)?;
             println!("put {files} files, {bytes} bytes into {url}");
+        }
+        Action::Get { url, local } => {
+            let (files, bytes) = copy_tree(fs, &fs.parse(&url)?, &Location::Local(local.into()))?;
+            println!("got {files} files, {bytes} bytes from {url}");
         }
         Action::Cat { url } => {
             let location = fs.parse(&url)?;
@@ -95,23 +103,28 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
 
 /// Copies a local file or tree under `url`; returns (files, bytes).
 pub fn put(fs: &FileSystems, local: &str, url: &str) -> Result<(u64, u64)> {
-    let source = Location::Local(local.into());
     let target = fs.parse(url)?;
     fs.check_reachable(&target)?;
+    copy_tree(fs, &Location::Local(local.into()), &target)
+}
+
+/// Copies a file, or every file of a tree, from `source` to `target` (keeping the relative
+/// paths, hidden names included); returns (files, bytes).
+fn copy_tree(fs: &FileSystems, source: &Location, target: &Location) -> Result<(u64, u64)> {
     let entry = fs
-        .status(&source)?
-        .with_context(|| format!("{local}: no such file or folder"))?;
+        .status(source)?
+        .with_context(|| format!("{source}: no such file or folder"))?;
     let pairs: Vec<(Location, Location)> = if entry.is_dir {
-        fs.list(&source, true)?
+        fs.list(source, true)?
             .into_iter()
             .filter(|e| !e.is_dir)
             .filter_map(|e| {
-                let rel = e.location.relative_to(&source)?;
+                let rel = e.location.relative_to(source)?;
                 Some((e.location, target.join(&rel)))
             })
             .collect()
     } else {
-        vec![(source, target)]
+        vec![(source.clone(), target.clone())]
     };
     let mut bytes = 0u64;
     for (from, to) in &pairs {

@@ -15,6 +15,7 @@ pub mod rank;
 pub mod run;
 pub mod tables;
 pub mod verify;
+pub mod yarn;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -39,7 +40,8 @@ Examples:
   weibo-etl demo                          run everything on the local cluster and sample_data/
   weibo-etl cluster up                    start HDFS + HBase + Thrift on this machine
   weibo-etl fs put sample_data hdfs:///weibo/raw/dt=2026-11-29
-  weibo-etl tables regions weibo:user     list a table's regions through Thrift";
+  weibo-etl tables regions weibo:user     list a table's regions through Thrift
+  weibo-etl yarn submit --tasks 16 -- friends ...   one slice of the job per YARN task";
 
 /// Batch ETL for a Weibo social graph kept in Hadoop: raw crawls on HDFS -> clean Parquet ->
 /// HBase (via Thrift), plus graph analytics.
@@ -123,6 +125,7 @@ pub enum Command {
     Run(run::Args),
     Tables(tables::Args),
     Verify(verify::Args),
+    Yarn(yarn::Args),
 }
 
 /// What a job needs from the global options, resolved once.
@@ -310,5 +313,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Run(args) => run::run(&ctx, args),
         Command::Tables(args) => tables::run(&ctx, args),
         Command::Verify(args) => verify::run(&ctx, args),
+        Command::Yarn(args) => yarn::run(&ctx, args),
     }
 }

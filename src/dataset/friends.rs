@@ -21,14 +21,6 @@ use crate::error::{Error, Result};
 pub const PAIRS_TABLE: &str = "friends";
 pub const COUNTS_TABLE: &str = "friend_counts";
 
-/// The sub-folder of a partition that one slice `index` of `count` writes (`--partition`).
-pub fn slice_folder(index: u32, count: u32) -> String {
-    format!("{SLICE_PREFIX}{index}-of-{count}")
-}
-
-/// What every slice folder's name starts with.
-pub const SLICE_PREFIX: &str = "slice=";
-
 /// Schema of the friends output.
 pub fn friends_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![

@@ -8,6 +8,7 @@
 //! - [`friends`]: the friends job's output tables, which `friends --load` and `rank` read;
 //! - [`rank`]: the rank job's boards, [`cascades`]: the cascades job's trees, and [`inbox`]:
 //!   the home feeds the inbox job materialises;
+//! - [`slice`]: one slice `i/N` of a job's work and the `slice=i-of-N/` folder it writes;
 //! - [`partition`]: `<table>/dt=<date>/` partitions, written staged and committed with
 //!   `_SUCCESS` (the commit protocol), the history of nights a job reads, and the Parquet
 //!   readers and writers over them.
@@ -26,6 +27,7 @@ pub mod partition;
 pub mod rank;
 mod reject;
 pub mod schema;
+pub mod slice;
 
 pub use entity::Entity;
 pub use reject::Reject;

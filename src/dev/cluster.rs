@@ -153,6 +153,8 @@ pub struct UpOptions {
     pub ready_timeout: Duration,
     /// JVM heap, e.g. `3g`.
     pub heap: String,
+    /// Also start YARN (MapReduce on a MiniMRYarnCluster), in a running cluster too.
+    pub yarn: bool,
 }
 
 impl Default for UpOptions {
@@ -161,6 +163,7 @@ impl Default for UpOptions {
             watch_pid: None,
             ready_timeout: Duration::from_secs(300),
             heap: std::env::var("WEIBO_ETL_CLUSTER_HEAP").unwrap_or_else(|_| "3g".into()),
+            yarn: false,
         }
     }
 }
@@ -173,10 +176,21 @@ pub struct UpOutcome {
     pub already_running: bool,
     /// Seconds from launching the JVM to READY (0 when reused).
     pub seconds: f64,
+    /// The ResourceManager's address, when YARN was asked for.
+    pub yarn: Option<String>,
 }
 
-/// Starts the cluster unless it already runs; returns once it is ready.
+/// Starts the cluster unless it already runs (and its YARN, if asked, unless that runs);
+/// returns once it is ready.
 pub fn up(paths: &ClusterPaths, options: &UpOptions) -> Result<UpOutcome> {
+    let mut outcome = start(paths, options)?;
+    if options.yarn {
+        outcome.yarn = Some(start_yarn()?);
+    }
+    Ok(outcome)
+}
+
+fn start(paths: &ClusterPaths, options: &UpOptions) -> Result<UpOutcome> {
     // A cluster that is stopping (its JVM shuts the mini clusters down) or starting holds
     // some ports but not all for a while: wait for it to settle before deciding.
     let settle_deadline = Instant::now() + Duration::from_secs(90);
@@ -192,6 +206,7 @@ pub fn up(paths: &ClusterPaths, options: &UpOptions) -> Result<UpOutcome> {
             pid: now.pid,
             already_running: true,
             seconds: 0.0,
+            yarn: None,
         });
     }
     if now.any_up() {
@@ -246,6 +261,7 @@ pub fn up(paths: &ClusterPaths, options: &UpOptions) -> Result<UpOutcome> {
                 pid: Some(pid),
                 already_running: false,
                 seconds: started.elapsed().as_secs_f64(),
+                yarn: None,
             });
         }
         if let Ok(Some(exit)) = child.try_wait() {
@@ -364,6 +380,45 @@ pub fn bulk_load(dir: &str, table: &str) -> Result<u64> {
     answer
         .parse()
         .map_err(|_| Error::Cluster(format!("the control port answered {answer:?}")))
+}
+
+/// Starts the cluster's YARN (a MiniMRYarnCluster in its JVM, on its HDFS) unless it runs;
+/// returns the ResourceManager's address.
+pub fn start_yarn() -> Result<String> {
+    control("YARN")
+}
+
+/// How a streaming job run by the local cluster ended.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StreamingOutcome {
+    /// StreamJob's exit status: 0 when the job succeeded.
+    pub exit: i32,
+    pub job_id: String,
+    /// YARN's final state of the job (SUCCEEDED, FAILED, KILLED).
+    pub state: String,
+    pub tracking_url: String,
+}
+
+/// Runs a Hadoop Streaming job (the arguments of `mapred streaming`) on the cluster's YARN,
+/// inside its JVM, and waits for its end.
+pub fn run_streaming(args: &[String]) -> Result<StreamingOutcome> {
+    if let Some(bad) = args.iter().find(|a| a.contains(['\t', '\n'])) {
+        return Err(Error::Usage(format!(
+            "a streaming argument holds a tab or a line break: {bad:?}"
+        )));
+    }
+    let answer = control(&format!("STREAMING\t{}", args.join("\t")))?;
+    let mut words = answer.splitn(4, ' ');
+    let mut next = || words.next().unwrap_or("-").to_string();
+    let exit = next();
+    Ok(StreamingOutcome {
+        exit: exit
+            .parse()
+            .map_err(|_| Error::Cluster(format!("the control port answered {answer:?}")))?,
+        job_id: next(),
+        state: next(),
+        tracking_url: next(),
+    })
 }
 
 /// Major-compacts `table` and returns once HBase reports no compaction running on it.

@@ -55,29 +55,10 @@ use join::out_of_core::CountPlan;
 pub use output::FriendsWriter;
 pub use sink::{BatchWriter, FriendsSink, Tee};
 
-/// Which slice of the pair space a run handles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Slice {
-    pub index: u32,
-    pub count: u32,
-}
+pub use crate::dataset::slice::Slice;
 
+/// Which slice of the pair space a run handles: the pairs whose bucket is the slice's.
 impl Slice {
-    pub const ALL: Slice = Slice { index: 0, count: 1 };
-
-    /// Parses `i/N` with `0 <= i < N`.
-    pub fn parse(s: &str) -> std::result::Result<Slice, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("{s:?} is not i/N"))?;
-        let index: u32 = i.trim().parse().map_err(|_| format!("{s:?}: bad i"))?;
-        let count: u32 = n.trim().parse().map_err(|_| format!("{s:?}: bad N"))?;
-        if count == 0 || index >= count {
-            return Err(format!("{s:?}: need 0 <= i < N"));
-        }
-        Ok(Slice { index, count })
-    }
-
     pub(crate) fn keeps(self, pair: u64) -> bool {
         self.count == 1 || bucket(pair, SLICE_SEED) % self.count as u64 == self.index as u64
     }

@@ -50,11 +50,7 @@ impl FriendsWriter {
             if slice == Slice::ALL {
                 Staged::new(&parent, &dt, &tag)
             } else {
-                Staged::new(
-                    &parent.join(&dt),
-                    &crate::dataset::friends::slice_folder(slice.index, slice.count),
-                    &tag,
-                )
+                Staged::new(&parent.join(&dt), &slice.folder(), &tag)
             }
         };
         let staged = vec![stage(PAIRS_TABLE), stage(COUNTS_TABLE)];

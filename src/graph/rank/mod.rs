@@ -191,7 +191,7 @@ fn friend_count_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry>
     let mut parts = Vec::new();
     if fs.exists(dir)? {
         for e in fs.list(dir, false)? {
-            let slice = crate::dataset::friends::SLICE_PREFIX;
+            let slice = crate::dataset::slice::SLICE_PREFIX;
             if e.location.file_name().is_some_and(|n| n.starts_with(slice)) {
                 parts.extend(partition::committed_parts(fs, &e.location)?);
             }

@@ -30,6 +30,8 @@ import org.apache.thrift.transport.TSocket;
  */
 public final class LocalCluster {
   private static volatile boolean stopping = false;
+  /** The data folder, where YARN keeps its node's local and log folders too. */
+  private static File dataDir;
 
   public static void main(String[] args) throws Exception {
     String dataDir = "target/local-cluster/data";
@@ -55,6 +57,7 @@ public final class LocalCluster {
     }
     long started = System.nanoTime();
     File data = new File(dataDir).getAbsoluteFile();
+    LocalCluster.dataDir = data;
     deleteRecursively(data);
     data.mkdirs();
     System.setProperty("test.build.data.basedirectory", new File(data, "hbase-test").getPath());
@@ -204,6 +207,26 @@ public final class LocalCluster {
             new java.io.OutputStreamWriter(socket.getOutputStream(), "UTF-8"), true)) {
       String line = in.readLine();
       String[] parts = line == null ? new String[0] : line.trim().split(" ");
+      if (parts.length == 1 && parts[0].equals("YARN")) {
+        try {
+          out.println("OK " + Yarn.start(conf, dataDir, jdkFlags()));
+        } catch (Throwable e) {
+          log("YARN did not start: " + e);
+          out.println("ERR " + String.valueOf(e).replace('\n', ' '));
+        }
+        return;
+      }
+      if (line != null && line.startsWith("STREAMING\t")) {
+        // Tab-separated, so an argument may hold spaces.
+        String[] jobArgs = line.substring("STREAMING\t".length()).split("\t", -1);
+        try {
+          out.println("OK " + Yarn.stream(jobArgs));
+        } catch (Throwable e) {
+          log("streaming job failed to run: " + e);
+          out.println("ERR " + String.valueOf(e).replace('\n', ' '));
+        }
+        return;
+      }
       if (parts.length == 2 && parts[0].equals("COMPACT")) {
         try {
           out.println("OK " + majorCompact(conf, parts[1]));
@@ -213,7 +236,8 @@ public final class LocalCluster {
         return;
       }
       if (parts.length != 3 || !parts[0].equals("BULKLOAD")) {
-        out.println("ERR expected: BULKLOAD <dir> <table> or COMPACT <table>");
+        out.println(
+            "ERR expected: BULKLOAD <dir> <table>, COMPACT <table>, YARN or STREAMING\t<args>");
         return;
       }
       try {
@@ -258,6 +282,18 @@ public final class LocalCluster {
         }
       }
     }
+  }
+
+  /** This JVM's --add-opens and --add-exports flags: JDK 17 containers need them too. */
+  private static String jdkFlags() {
+    StringBuilder flags = new StringBuilder();
+    for (String arg : java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+      if (arg.startsWith("--add-opens") || arg.startsWith("--add-exports") || arg.startsWith("--add-modules")
+          || arg.startsWith("-Dorg.apache.hbase.thirdparty")) {
+        flags.append(arg).append(' ');
+      }
+    }
+    return flags.toString().trim();
   }
 
   /** Ready means a real Thrift1 call answers, not merely that the port accepts. */
@@ -320,7 +356,7 @@ public final class LocalCluster {
     log("stopped");
   }
 
-  private static void log(String msg) {
+  static void log(String msg) {
     System.err.println("[local-cluster] " + msg);
     System.err.flush();
   }

@@ -1,0 +1,459 @@
+//! `weibo-etl yarn submit|task`: a job's slices as the map tasks of a YARN job (Hadoop
+//! Streaming, map-only), and the task side that runs one slice (docs/design/yarn.md).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context as _, Result};
+use serde_json::Value;
+use weibo_etl::dataset::partition;
+use weibo_etl::dataset::slice::Slice;
+use weibo_etl::dev::cluster;
+use weibo_etl::hdfs::{FileSystems, Location};
+use weibo_etl::report::Report;
+use weibo_etl::yarn::{self, commit, streaming::StreamingJob, TaskSpec};
+
+use super::Context;
+
+const EXAMPLES: &str = "\
+Examples:
+  weibo-etl yarn submit --tasks 16 --queue etl --memory 4096 -- \\
+      friends --input hdfs:///weibo/clean/follows --output hdfs:///weibo/graph --date 2026-11-29 \\
+      --memory-budget 3GiB
+  # on this machine: `weibo-etl cluster up --yarn` first
+  weibo-etl yarn submit --tasks 4 -- friends --input hdfs://127.0.0.1:9000/weibo/clean/follows \\
+      --output hdfs://127.0.0.1:9000/weibo/graph --date 2026-11-29
+
+Each task runs `weibo-etl <job> ... --partition i/N` with its output in the task attempt's
+folder; a failed attempt is retried by YARN (--max-attempts) and leaves nothing. Once every
+task has committed, each partition is committed into --output with one _SUCCESS beside the
+N slice=i-of-N/ folders. Jobs that run through YARN: friends.";
+
+/// Run jobs on a Hadoop cluster's YARN: one slice of the job per map task
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Action {
+    /// Submit a job as a map-only Hadoop Streaming job of --tasks slices, wait for it, and
+    /// commit its output; exits non-zero if the YARN job failed
+    Submit(SubmitArgs),
+    /// Run inside a YARN map task: the slices named on stdin, as the task spec says
+    #[command(hide = true)]
+    Task {
+        /// The task spec (job.json in the task's working folder)
+        spec: String,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct SubmitArgs {
+    /// Map tasks, one slice of the job each
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    tasks: u32,
+    /// YARN queue [default: the cluster's default queue]
+    #[arg(long)]
+    queue: Option<String>,
+    /// Memory of each map container in MB: the binary's memory (size the job's
+    /// --memory-budget below it), not a JVM heap
+    #[arg(long, default_value_t = 1024, value_name = "MB")]
+    memory: u32,
+    /// Attempts of each task before YARN fails the job
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_attempts: u32,
+    /// How to submit: mapred (`mapred streaming` from PATH, with HADOOP_CONF_DIR), local (the
+    /// local cluster's YARN, `cluster up --yarn`), or auto (mapred if on PATH, else local)
+    #[arg(long, value_enum, default_value = "auto")]
+    submitter: Submitter,
+    /// Where the binary is uploaded, once per version, for the tasks to fetch
+    #[arg(long, default_value = "hdfs:///apps/weibo-etl", value_name = "URL")]
+    apps: String,
+    /// The job and its arguments, after `--`
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "JOB ARGS"
+    )]
+    job: Vec<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Submitter {
+    Auto,
+    Mapred,
+    Local,
+}
+
+/// The global options a task's slice runs with, as environment (the submitter's values).
+const FORWARDED_ENV: &[&str] = &["WEIBO_ETL_LOG", "RUST_BACKTRACE", FAIL_SWITCH];
+
+/// Test switch: the first attempt of this slice index fails after writing its files, so a
+/// test sees YARN retry it (read only by builds with the `integration` feature).
+const FAIL_SWITCH: &str = "WEIBO_ETL_YARN_FAIL_SLICE";
+
+pub fn run(ctx: &Context, args: Args) -> Result<()> {
+    match args.action {
+        Action::Submit(submit) => run_submit(ctx, submit),
+        Action::Task { spec } => run_task(ctx, &spec),
+    }
+}
+
+fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
+    let mut report = Report::new("yarn");
+    let fs = &ctx.fs;
+    let (job, job_args) = args.job.split_first().expect("clap requires the job");
+    let mut env = BTreeMap::new();
+    env.insert("WEIBO_ETL_HDFS".to_string(), fs.default_fs().to_string());
+    env.insert("WEIBO_ETL_HBASE".to_string(), ctx.global.hbase.clone());
+    env.insert("WEIBO_ETL_HBASE_ADMIN".to_string(), ctx.admin_addr());
+    env.insert(
+        "WEIBO_ETL_NAMESPACE".to_string(),
+        ctx.global.namespace.clone(),
+    );
+    for name in FORWARDED_ENV {
+        if let Ok(value) = std::env::var(name) {
+            env.insert(name.to_string(), value);
+        }
+    }
+    let spec = TaskSpec::new(job, job_args, args.tasks, env)?;
+    let output = fs.parse(spec.output())?;
+    if !output.is_hdfs() {
+        return Err(weibo_etl::Error::Usage(format!(
+            "--output {output}: the tasks of a YARN job write to HDFS, not a local folder"
+        ))
+        .into());
+    }
+    fs.check_reachable(&output)?;
+    let submitter = match args.submitter {
+        Submitter::Auto if on_path("mapred") => Submitter::Mapred,
+        Submitter::Auto => Submitter::Local,
+        chosen => chosen,
+    };
+
+    // Everything of this run lives under one hidden folder beside the output, removed at
+    // the end whatever happens.
+    let staging = output
+        .join("_yarn")
+        .join(&format!("{job}-{}", partition::run_tag()));
+    let streaming_out = staging.join("out");
+    let outcome = (|| -> Result<(Submitted, Vec<Location>, Vec<Value>)> {
+        let binary = upload_binary(fs, &fs.parse(&args.apps)?)?;
+        let spec_file = staging.join("job.json");
+        fs.write_atomic(&spec_file, &spec.to_json())?;
+        let tasks_file = staging.join("tasks.txt");
+        fs.write_atomic(&tasks_file, yarn::task_list(args.tasks).as_bytes())?;
+        let streaming = StreamingJob {
+            name: format!("weibo-etl {}", args.job.join(" ")),
+            binary: binary.to_string(),
+            spec: spec_file.to_string(),
+            tasks_file: tasks_file.to_string(),
+            output: streaming_out.to_string(),
+            queue: args.queue.clone(),
+            memory_mb: args.memory,
+            max_attempts: args.max_attempts,
+        };
+        eprintln!(
+            "submitting {job} as {} tasks to YARN ({})",
+            args.tasks,
+            match submitter {
+                Submitter::Mapred => "mapred streaming",
+                _ => "the local cluster",
+            }
+        );
+        let submitted = submit(submitter, &streaming.args())?;
+        println!(
+            "yarn job {}: {} ({})",
+            submitted.job_id, submitted.state, submitted.tracking_url
+        );
+        if !submitted.succeeded() {
+            bail!(
+                "the YARN job {} ended {} (exit {}); its output is not committed; task logs: {}",
+                submitted.job_id,
+                submitted.state,
+                submitted.exit,
+                submitted.tracking_url
+            );
+        }
+        let slices = slice_reports(fs, &streaming_out, args.tasks)?;
+        let committed = commit::promote(fs, &streaming_out, &output, args.tasks)
+            .context("committing the YARN job's output")?;
+        Ok((submitted, committed, slices))
+    })();
+    let _ = fs.delete(&staging);
+    if let Some(runs) = staging.parent() {
+        if fs.list(&runs, false).is_ok_and(|l| l.is_empty()) {
+            let _ = fs.delete(&runs);
+        }
+    }
+    let (submitted, committed, slices) = match outcome {
+        Ok(done) => done,
+        Err(e) => {
+            ctx.finish_report(&report, Some(&format!("{e:#}")))?;
+            return Err(e);
+        }
+    };
+    for dir in &committed {
+        eprintln!("committed {dir}");
+    }
+    if let Some(merged) = merge(job, &slices)? {
+        eprintln!("{job}: {merged}");
+        report.set(job, merged);
+    }
+    report.set("yarn", &submitted);
+    report.set("tasks", args.tasks);
+    report.set("slices", &slices);
+    report.set(
+        "committed",
+        committed.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+    );
+    ctx.finish_report(&report, None)
+}
+
+/// How the YARN job ended.
+#[derive(Debug, serde::Serialize)]
+struct Submitted {
+    exit: i32,
+    job_id: String,
+    state: String,
+    tracking_url: String,
+}
+
+impl Submitted {
+    fn succeeded(&self) -> bool {
+        self.exit == 0 && self.state == "SUCCEEDED"
+    }
+}
+
+fn submit(submitter: Submitter, args: &[String]) -> Result<Submitted> {
+    if submitter == Submitter::Local {
+        let o = cluster::run_streaming(args).context("running the job on the local YARN")?;
+        return Ok(Submitted {
+            exit: o.exit,
+            job_id: o.job_id,
+            state: o.state,
+            tracking_url: o.tracking_url,
+        });
+    }
+    // `mapred streaming` prints the job id and tracking URL on stderr; pass it through.
+    let mut child = Command::new("mapred")
+        .arg("streaming")
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run `mapred streaming` (is Hadoop on PATH?)")?;
+    let (mut job_id, mut url) = ("-".to_string(), "-".to_string());
+    for line in BufReader::new(child.stderr.take().expect("piped")).lines() {
+        let line = line?;
+        eprintln!("{line}");
+        if let Some(at) = line.find("Running job: ") {
+            job_id = line[at + 13..].trim().to_string();
+        }
+        if let Some(at) = line.find("The url to track the job: ") {
+            url = line[at + 26..].trim().to_string();
+        }
+    }
+    let status = child.wait()?;
+    let exit = status.code().unwrap_or(1);
+    Ok(Submitted {
+        exit,
+        job_id,
+        state: if exit == 0 { "SUCCEEDED" } else { "FAILED" }.into(),
+        tracking_url: url,
+    })
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+    })
+}
+
+/// Uploads this binary under `<apps>/<version>-<digest>/weibo-etl` unless it is there, and
+/// returns where it is. The digest of its bytes tells builds of one version apart.
+fn upload_binary(fs: &FileSystems, apps: &Location) -> Result<Location> {
+    use md5::Digest as _;
+    use std::io::Write as _;
+    let exe = std::env::current_exe().context("finding this binary")?;
+    let open = || std::fs::File::open(&exe).with_context(|| format!("reading {}", exe.display()));
+    let (mut digest, mut len, mut reader) = (md5::Md5::new(), 0u64, open()?);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        digest.update(&buf[..n]);
+        len += n as u64;
+    }
+    let hex: String = digest.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let target = apps
+        .join(&format!("{}-{hex}", env!("CARGO_PKG_VERSION")))
+        .join(yarn::streaming::BINARY_LINK);
+    if fs.status(&target)?.is_some_and(|e| e.len == len) {
+        return Ok(target);
+    }
+    eprintln!("uploading the binary to {target}");
+    let mut file = fs.create_atomic(&target)?;
+    std::io::copy(&mut open()?, &mut file).with_context(|| format!("uploading to {target}"))?;
+    file.flush()?;
+    file.commit()?;
+    Ok(target)
+}
+
+/// Every slice's report, from the job's output, in slice order.
+fn slice_reports(fs: &FileSystems, out: &Location, tasks: u32) -> Result<Vec<Value>> {
+    (0..tasks)
+        .map(|index| {
+            let slice = Slice { index, count: tasks };
+            let file = out.join(&TaskSpec::report_name(slice));
+            let bytes = fs
+                .read_to_vec(&file)
+                .with_context(|| format!("the report of slice {slice}"))?;
+            serde_json::from_slice(&bytes).with_context(|| format!("reading {file}"))
+        })
+        .collect()
+}
+
+/// The job's figures for the whole run, from its slices' reports; checked where every slice
+/// must agree.
+fn merge(job: &str, slices: &[Value]) -> Result<Option<Value>> {
+    if job != "friends" {
+        return Ok(None);
+    }
+    // Every slice reads every edge, and keeps the distinct edges and pairs of its own
+    // buckets: the edges read must agree, the distinct edges and pairs add up. A user has
+    // friends in several slices, so users_with_friends does not add up, and is left out.
+    let mut merged = serde_json::Map::new();
+    let field = |i: usize, s: &Value, name: &str| -> Result<u64> {
+        s["friends"][name]
+            .as_u64()
+            .with_context(|| format!("slice {i}'s report has no friends.{name}"))
+    };
+    for name in ["edges_read", "duplicate_edges", "self_edges"] {
+        let first = field(0, &slices[0], name)?;
+        for (i, s) in slices.iter().enumerate() {
+            let n = field(i, s, name)?;
+            if n != first {
+                bail!("the slices read different inputs: {name} is {first} in slice 0, {n} in slice {i}");
+            }
+        }
+        merged.insert(name.into(), Value::from(first));
+    }
+    for name in ["distinct_edges", "mutual_pairs"] {
+        let mut sum = 0;
+        for (i, s) in slices.iter().enumerate() {
+            sum += field(i, s, name)?;
+        }
+        merged.insert(name.into(), Value::from(sum));
+    }
+    let distinct = merged["distinct_edges"].as_u64().unwrap_or(0);
+    let mutual = merged["mutual_pairs"].as_u64().unwrap_or(0);
+    let reciprocity = if distinct == 0 {
+        0.0
+    } else {
+        2.0 * mutual as f64 / distinct as f64
+    };
+    merged.insert("reciprocity".into(), Value::from(reciprocity));
+    Ok(Some(Value::Object(merged)))
+}
+
+/// The map task: reads its slices from stdin (all of it, or Streaming sees a broken pipe),
+/// runs each as a child process of this binary into the task attempt's folder, and reports
+/// progress and counters on stderr in Streaming's `reporter:` lines. A slice that fails
+/// fails the attempt with its exit code.
+fn run_task(ctx: &Context, spec_path: &str) -> Result<()> {
+    let fs = &ctx.fs;
+    let spec_location = fs.parse(spec_path)?;
+    let spec = TaskSpec::from_json(&fs.read_to_vec(&spec_location)?, spec_path)?;
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .context("reading the task's input")?;
+    let slices = yarn::slices_of_input(&input, spec.tasks)?;
+    let task_dir = std::env::var("mapreduce_task_output_dir").map_err(|_| {
+        weibo_etl::Error::Usage(
+            "`yarn task` runs inside a YARN task ($mapreduce_task_output_dir is not set)".into(),
+        )
+    })?;
+    let attempt = std::env::var("mapreduce_task_attempt_id").unwrap_or_default();
+    let exe = std::env::current_exe().context("finding this binary")?;
+    let task_dir_location = fs.parse(&task_dir)?;
+    for slice in slices {
+        eprintln!("reporter:status:{} slice {slice} ({attempt})", spec.job);
+        let report = task_dir_location.join(&TaskSpec::report_name(slice));
+        let status = Command::new(&exe)
+            .args(spec.slice_args(slice, &task_dir, &report.to_string()))
+            .envs(&spec.env)
+            .stdin(Stdio::null())
+            .status()
+            .with_context(|| format!("running slice {slice}"))?;
+        if !status.success() {
+            let code = status.code().unwrap_or(1);
+            return Err(weibo_etl::Error::Stage {
+                stage: format!("{} {slice}", spec.job),
+                date: attempt,
+                code,
+            }
+            .into());
+        }
+        counters(fs, &report, &spec.job);
+        fail_first_attempt(fs, &spec, slice, &attempt, &task_dir_location)?;
+    }
+    Ok(())
+}
+
+/// Streaming counters from a slice's report: its job section's whole numbers.
+fn counters(fs: &FileSystems, report: &Location, job: &str) {
+    let Ok(bytes) = fs.read_to_vec(report) else {
+        return;
+    };
+    let Ok(doc) = serde_json::from_slice::<Value>(&bytes) else {
+        return;
+    };
+    if let Some(section) = doc[job].as_object() {
+        for (name, value) in section {
+            if let Some(n) = value.as_u64() {
+                eprintln!("reporter:counter:weibo-etl {job},{name},{n}");
+            }
+        }
+    }
+}
+
+/// The test switch: with `WEIBO_ETL_YARN_FAIL_SLICE=i` in the spec's environment, the first
+/// attempt of slice `i` fails after its files are written, and marks them as its own.
+#[cfg(feature = "integration")]
+fn fail_first_attempt(
+    fs: &FileSystems,
+    spec: &TaskSpec,
+    slice: Slice,
+    attempt: &str,
+    task_dir: &Location,
+) -> Result<()> {
+    let chosen = spec.env.get(FAIL_SWITCH).and_then(|v| v.parse::<u32>().ok());
+    if chosen == Some(slice.index) && attempt.ends_with("_0") {
+        fs.write_atomic(&task_dir.join("FAILED-ATTEMPT"), attempt.as_bytes())?;
+        bail!("{FAIL_SWITCH}={}: failing attempt {attempt} on purpose", slice.index);
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "integration"))]
+fn fail_first_attempt(
+    _: &FileSystems,
+    _: &TaskSpec,
+    _: Slice,
+    _: &str,
+    _: &Location,
+) -> Result<()> {
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! Running a job past one machine: its slices (`--partition i/N`) as the map tasks of a YARN
+//! job, through Hadoop Streaming, map-only.
+//!
+//! `weibo-etl yarn submit` writes the task list (one `i/N` line per task) and the task spec
+//! (`job.json`: the job, its arguments, the environment) beside the job's output, ships the
+//! binary from HDFS, and runs the streaming job ([`streaming`]). Each task runs
+//! `weibo-etl yarn task job.json`, which runs its slice with `--output` set to the task
+//! attempt's own folder (`$mapreduce_task_output_dir`), so MapReduce's committer promotes the
+//! files of a committed attempt and drops those of a failed one. Once every task has
+//! committed, [`commit::promote`] checks that each partition holds one committed slice per
+//! task and commits the partitions into the output with the commit protocol, so a reader sees
+//! the whole job or none of it (docs/design/yarn.md).
+
+pub mod commit;
+pub mod streaming;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::slice::Slice;
+use crate::error::{Error, Result};
+
+/// The jobs that can run as slices through YARN.
+pub const SLICEABLE: &[&str] = &["friends"];
+
+/// Where, in the job's output, the per-slice reports go (hidden from readers).
+pub const REPORTS: &str = "_reports";
+
+/// What every task of one YARN job runs: shipped to the tasks as `job.json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    /// The subcommand, e.g. `friends`.
+    pub job: String,
+    /// Its arguments as given to `submit`, `--output` included, `--partition` not.
+    pub args: Vec<String>,
+    /// How many tasks (slices) the job has.
+    pub tasks: u32,
+    /// Environment the slice runs with (the submitter's resolved global options).
+    pub env: BTreeMap<String, String>,
+}
+
+impl TaskSpec {
+    /// Checks what `submit` was asked to run: a job that can be sliced, an `--output`, and no
+    /// `--partition` (the tasks set it).
+    pub fn new(
+        job: &str,
+        args: &[String],
+        tasks: u32,
+        env: BTreeMap<String, String>,
+    ) -> Result<TaskSpec> {
+        if !SLICEABLE.contains(&job) {
+            return Err(Error::Usage(format!(
+                "{job:?} cannot run through YARN yet; jobs that can: {}",
+                SLICEABLE.join(", ")
+            )));
+        }
+        if tasks == 0 {
+            return Err(Error::Usage("--tasks must be at least 1".into()));
+        }
+        for taken in ["--partition", "--load"] {
+            if args
+                .iter()
+                .any(|a| a == taken || a.starts_with(&format!("{taken}=")))
+            {
+                return Err(Error::Usage(format!(
+                    "{job} {taken}: not through YARN ({})",
+                    if taken == "--partition" {
+                        "each task runs its own slice of --tasks"
+                    } else {
+                        "the tasks write Parquet only; load the committed output afterwards"
+                    }
+                )));
+            }
+        }
+        if output_arg(args).is_none() {
+            return Err(Error::Usage(format!(
+                "{job} through YARN needs its --output (the committed partitions go there)"
+            )));
+        }
+        Ok(TaskSpec {
+            job: job.to_string(),
+            args: args.to_vec(),
+            tasks,
+            env,
+        })
+    }
+
+    /// The job's `--output`.
+    pub fn output(&self) -> &str {
+        output_arg(&self.args).expect("checked by TaskSpec::new")
+    }
+
+    /// The command line of one slice (after the binary): its report, the job, its
+    /// arguments with `--output` moved to `output`, and `--partition`.
+    pub fn slice_args(&self, slice: Slice, output: &str, report: &str) -> Vec<String> {
+        let mut argv = vec!["--report".to_string(), report.to_string(), self.job.clone()];
+        argv.extend(with_output(&self.args, output));
+        argv.push("--partition".into());
+        argv.push(slice.to_string());
+        argv
+    }
+
+    /// The report file of `slice` in a task's output folder.
+    pub fn report_name(slice: Slice) -> String {
+        format!("{REPORTS}/{}.json", slice.folder())
+    }
+
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("a spec serialises")
+    }
+
+    pub fn from_json(bytes: &[u8], origin: &str) -> Result<TaskSpec> {
+        serde_json::from_slice(bytes).map_err(|e| Error::BadInput {
+            path: origin.to_string(),
+            line: e.line() as u64,
+            reason: format!("not a task spec: {e}"),
+        })
+    }
+}
+
+/// The value of `--output` (or `--output=URL`) among a job's arguments.
+pub fn output_arg(args: &[String]) -> Option<&str> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--output" {
+            return it.next().map(String::as_str);
+        }
+        if let Some(v) = a.strip_prefix("--output=") {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// `args` with the value of `--output` replaced by `output`.
+pub fn with_output(args: &[String], output: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--output" {
+            out.push(a.clone());
+            out.push(output.to_string());
+            it.next();
+        } else if a.starts_with("--output=") {
+            out.push(format!("--output={output}"));
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// The task list: one `i/N` line per task.
+pub fn task_list(tasks: u32) -> String {
+    (0..tasks)
+        .map(|i| format!("{i}/{tasks}\n"))
+        .collect::<String>()
+}
+
+/// The slices a task was given on stdin: one `i/N` per line, or `<offset>\t<i/N>` when the
+/// input format's key was not dropped; blank lines are ignored.
+pub fn slices_of_input(input: &str, tasks: u32) -> Result<Vec<Slice>> {
+    let mut slices = Vec::new();
+    for (n, line) in input.lines().enumerate() {
+        let value = line.rsplit('\t').next().unwrap_or("").trim();
+        if value.is_empty() {
+            continue;
+        }
+        let bad = |reason: String| Error::BadInput {
+            path: "<task input>".into(),
+            line: n as u64 + 1,
+            reason,
+        };
+        let slice = Slice::parse(value).map_err(bad)?;
+        if slice.count != tasks {
+            return Err(bad(format!(
+                "slice {slice} is not one of the job's {tasks} tasks"
+            )));
+        }
+        slices.push(slice);
+    }
+    Ok(slices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_slice_runs_the_job_with_its_task_folder_as_output() {
+        let args = strings(&["--input", "in", "--output", "hdfs:///g", "--date", "2026-11-29"]);
+        let spec = TaskSpec::new("friends", &args, 4, BTreeMap::new()).unwrap();
+        assert_eq!(spec.output(), "hdfs:///g");
+        let slice = Slice::parse("1/4").unwrap();
+        assert_eq!(
+            spec.slice_args(slice, "hdfs:///t/attempt", "hdfs:///t/attempt/r.json"),
+            strings(&[
+                "--report",
+                "hdfs:///t/attempt/r.json",
+                "friends",
+                "--input",
+                "in",
+                "--output",
+                "hdfs:///t/attempt",
+                "--date",
+                "2026-11-29",
+                "--partition",
+                "1/4"
+            ])
+        );
+        let eq = strings(&["--output=hdfs:///g", "--date", "2026-11-29"]);
+        assert_eq!(output_arg(&eq), Some("hdfs:///g"));
+        assert_eq!(with_output(&eq, "x")[0], "--output=x");
+        let back = TaskSpec::from_json(&spec.to_json(), "job.json").unwrap();
+        assert_eq!(back, spec);
+    }
+
+    #[test]
+    fn submit_refuses_what_the_tasks_cannot_run() {
+        let with = |extra: &[&str]| {
+            let mut a = strings(&["--input", "in", "--output", "o"]);
+            a.extend(strings(extra));
+            a
+        };
+        assert!(TaskSpec::new("clean", &with(&[]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("friends", &with(&["--partition", "1/2"]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("friends", &with(&["--load"]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("friends", &strings(&["--input", "in"]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("friends", &with(&[]), 0, BTreeMap::new()).is_err());
+    }
+
+    #[test]
+    fn task_input_is_one_slice_per_line_with_or_without_the_key() {
+        assert_eq!(task_list(3), "0/3\n1/3\n2/3\n");
+        let slices = slices_of_input("0\t2/3\n\n1/3\n", 3).unwrap();
+        assert_eq!(slices, vec![Slice::parse("2/3").unwrap(), Slice::parse("1/3").unwrap()]);
+        let err = slices_of_input("0/3\n5/3\n", 3).unwrap_err().to_string();
+        assert!(err.contains(":2:"), "{err}");
+        assert!(slices_of_input("1/4\n", 3).is_err());
+    }
+}
