@@ -670,6 +670,39 @@ impl FileSystems {
         }
     }
 
+    /// Renames within one file system unless something is at `to`: `Ok(false)` when it is
+    /// (`from` is left in place). The file system decides, so of two racing processes one
+    /// wins and the other's file never replaces the winner's.
+    pub fn rename_new(&self, from: &Location, to: &Location) -> Result<bool> {
+        let renamed = match (from, to) {
+            (
+                Location::Hdfs { authority, path },
+                Location::Hdfs {
+                    authority: a2,
+                    path: p2,
+                },
+            ) if authority == a2 => self
+                .client(authority)?
+                .rename(path, p2, false)
+                .map_err(|e| hdfs_error("rename", from, e)),
+            // A hard link fails when `to` exists, where a rename would replace it.
+            (Location::Local(a), Location::Local(b)) => fs::hard_link(a, b)
+                .and_then(|_| fs::remove_file(a))
+                .map_err(|e| io_error("rename", from, e)),
+            _ => {
+                return Err(Error::InvalidLocation {
+                    url: to.to_string(),
+                    reason: format!("cannot rename across file systems from {from}"),
+                })
+            }
+        };
+        match renamed {
+            Ok(()) => Ok(true),
+            Err(_) if self.exists(to)? => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Renames within one file system, replacing a *file* already at `to`.
     pub fn rename(&self, from: &Location, to: &Location) -> Result<()> {
         match (from, to) {
@@ -930,6 +963,20 @@ mod tests {
     use super::*;
 
     const FS: &str = "hdfs://nn.example:8020";
+
+    #[test]
+    fn rename_new_never_replaces_what_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new(FS);
+        let at = |name: &str| Location::Local(dir.path().join(name));
+        std::fs::write(dir.path().join("a"), b"first").unwrap();
+        std::fs::write(dir.path().join("b"), b"second").unwrap();
+        assert!(fs.rename_new(&at("a"), &at("target")).unwrap());
+        assert!(!fs.rename_new(&at("b"), &at("target")).unwrap());
+        assert_eq!(std::fs::read(dir.path().join("target")).unwrap(), b"first");
+        assert!(!dir.path().join("a").exists());
+        assert!(dir.path().join("b").exists(), "the loser keeps its file");
+    }
 
     #[test]
     fn parses_every_url_form() {

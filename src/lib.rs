@@ -93,7 +93,9 @@ mod house {
 
     #[test]
     fn stages_depend_on_contracts_and_nothing_on_dev() {
-        let stages = ["raw", "clean", "load", "graph", "verify", "pipeline", "yarn"];
+        let stages = [
+            "raw", "clean", "load", "graph", "verify", "pipeline", "yarn",
+        ];
         let shared = [
             "dataset", "values", "hash", "spill", "hdfs", "hbase", "report", "progress", "error",
         ];

@@ -106,6 +106,17 @@ pub mod cluster {
         }
     }
 
+    static YARN: OnceLock<Result<String, String>> = OnceLock::new();
+
+    /// [`ensure`], and the cluster's YARN too (`cluster up --yarn`), started once per run.
+    pub fn ensure_yarn() {
+        ensure();
+        let result = YARN.get_or_init(|| cluster::start_yarn().map_err(|e| e.to_string()));
+        if let Err(e) = result {
+            panic!("the local cluster's YARN is not available: {e}");
+        }
+    }
+
     /// A namespace of its own for one test, so tests never share tables.
     pub fn namespace(test: &str) -> String {
         format!("it_{test}_{}", std::process::id())

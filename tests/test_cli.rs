@@ -23,6 +23,8 @@ fn help_matches_golden() {
         (vec!["tables", "--help"], "help-tables.txt"),
         (vec!["demo", "--help"], "help-demo.txt"),
         (vec!["run", "--help"], "help-run.txt"),
+        (vec!["yarn", "--help"], "help-yarn.txt"),
+        (vec!["yarn", "submit", "--help"], "help-yarn-submit.txt"),
     ] {
         let out = run(bin().args(&args).env("COLUMNS", "100"));
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));

@@ -25,3 +25,5 @@ mod test_hdfs;
 mod test_hfile;
 #[cfg(feature = "integration")]
 mod test_load;
+#[cfg(feature = "integration")]
+mod test_yarn;

@@ -52,6 +52,7 @@ enum Action {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
 struct SubmitArgs {
     /// Map tasks, one slice of the job each
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10000))]
@@ -270,9 +271,8 @@ fn submit(submitter: Submitter, args: &[String]) -> Result<Submitted> {
 }
 
 fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Uploads this binary under `<apps>/<version>-<digest>/weibo-etl` unless it is there, and
@@ -302,11 +302,20 @@ fn upload_binary(fs: &FileSystems, apps: &Location) -> Result<Location> {
     if fs.status(&target)?.is_some_and(|e| e.len == len) {
         return Ok(target);
     }
+    // Under a name of its own first: a job that has started from the binary on HDFS fails
+    // if the file changes under it, so a racing upload never replaces one in place.
     eprintln!("uploading the binary to {target}");
-    let mut file = fs.create_atomic(&target)?;
+    let tmp = target
+        .parent()
+        .expect("a folder")
+        .join(&format!("_upload.{}", partition::run_tag()));
+    let mut file = fs.create_atomic(&tmp)?;
     std::io::copy(&mut open()?, &mut file).with_context(|| format!("uploading to {target}"))?;
     file.flush()?;
     file.commit()?;
+    if !fs.rename_new(&tmp, &target)? {
+        fs.delete(&tmp)?;
+    }
     Ok(target)
 }
 
@@ -314,7 +323,10 @@ fn upload_binary(fs: &FileSystems, apps: &Location) -> Result<Location> {
 fn slice_reports(fs: &FileSystems, out: &Location, tasks: u32) -> Result<Vec<Value>> {
     (0..tasks)
         .map(|index| {
-            let slice = Slice { index, count: tasks };
+            let slice = Slice {
+                index,
+                count: tasks,
+            };
             let file = out.join(&TaskSpec::report_name(slice));
             let bytes = fs
                 .read_to_vec(&file)
@@ -439,10 +451,16 @@ fn fail_first_attempt(
     attempt: &str,
     task_dir: &Location,
 ) -> Result<()> {
-    let chosen = spec.env.get(FAIL_SWITCH).and_then(|v| v.parse::<u32>().ok());
+    let chosen = spec
+        .env
+        .get(FAIL_SWITCH)
+        .and_then(|v| v.parse::<u32>().ok());
     if chosen == Some(slice.index) && attempt.ends_with("_0") {
         fs.write_atomic(&task_dir.join("FAILED-ATTEMPT"), attempt.as_bytes())?;
-        bail!("{FAIL_SWITCH}={}: failing attempt {attempt} on purpose", slice.index);
+        bail!(
+            "{FAIL_SWITCH}={}: failing attempt {attempt} on purpose",
+            slice.index
+        );
     }
     Ok(())
 }

@@ -68,9 +68,7 @@ fn partitions(
                 seen[slice.index as usize] = true;
             }
             if let Some(missing) = seen.iter().position(|s| !s) {
-                return Err(incomplete(format!(
-                    "{dt} has no slice {missing}/{tasks}"
-                )));
+                return Err(incomplete(format!("{dt} has no slice {missing}/{tasks}")));
             }
             staged.push(Staged {
                 tmp: dt.clone(),
@@ -125,7 +123,10 @@ mod tests {
         }
         std::fs::create_dir_all(out.join("_reports")).unwrap();
         // An earlier run's partition is replaced whole.
-        let old = target.join("friends").join("dt=2026-11-29").join("slice=0-of-3");
+        let old = target
+            .join("friends")
+            .join("dt=2026-11-29")
+            .join("slice=0-of-3");
         std::fs::create_dir_all(&old).unwrap();
         let fs = FileSystems::new("hdfs://127.0.0.1:9000");
         let done = promote(&fs, &local(&out), &local(&target), 2).unwrap();
@@ -147,8 +148,14 @@ mod tests {
         let fs = FileSystems::new("hdfs://127.0.0.1:9000");
         for (slices, why) in [
             (vec![("slice=0-of-2", true)], "no slice 1/2"),
-            (vec![("slice=0-of-2", true), ("slice=1-of-2", false)], "not committed"),
-            (vec![("slice=0-of-2", true), ("slice=1-of-3", true)], "not a slice of 2"),
+            (
+                vec![("slice=0-of-2", true), ("slice=1-of-2", false)],
+                "not committed",
+            ),
+            (
+                vec![("slice=0-of-2", true), ("slice=1-of-3", true)],
+                "not a slice of 2",
+            ),
         ] {
             let tmp = tempfile::tempdir().unwrap();
             let (out, target) = (tmp.path().join("out"), tmp.path().join("target"));

@@ -193,7 +193,14 @@ mod tests {
 
     #[test]
     fn a_slice_runs_the_job_with_its_task_folder_as_output() {
-        let args = strings(&["--input", "in", "--output", "hdfs:///g", "--date", "2026-11-29"]);
+        let args = strings(&[
+            "--input",
+            "in",
+            "--output",
+            "hdfs:///g",
+            "--date",
+            "2026-11-29",
+        ]);
         let spec = TaskSpec::new("friends", &args, 4, BTreeMap::new()).unwrap();
         assert_eq!(spec.output(), "hdfs:///g");
         let slice = Slice::parse("1/4").unwrap();
@@ -228,9 +235,17 @@ mod tests {
             a
         };
         assert!(TaskSpec::new("clean", &with(&[]), 2, BTreeMap::new()).is_err());
-        assert!(TaskSpec::new("friends", &with(&["--partition", "1/2"]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new(
+            "friends",
+            &with(&["--partition", "1/2"]),
+            2,
+            BTreeMap::new()
+        )
+        .is_err());
         assert!(TaskSpec::new("friends", &with(&["--load"]), 2, BTreeMap::new()).is_err());
-        assert!(TaskSpec::new("friends", &strings(&["--input", "in"]), 2, BTreeMap::new()).is_err());
+        assert!(
+            TaskSpec::new("friends", &strings(&["--input", "in"]), 2, BTreeMap::new()).is_err()
+        );
         assert!(TaskSpec::new("friends", &with(&[]), 0, BTreeMap::new()).is_err());
     }
 
@@ -238,7 +253,10 @@ mod tests {
     fn task_input_is_one_slice_per_line_with_or_without_the_key() {
         assert_eq!(task_list(3), "0/3\n1/3\n2/3\n");
         let slices = slices_of_input("0\t2/3\n\n1/3\n", 3).unwrap();
-        assert_eq!(slices, vec![Slice::parse("2/3").unwrap(), Slice::parse("1/3").unwrap()]);
+        assert_eq!(
+            slices,
+            vec![Slice::parse("2/3").unwrap(), Slice::parse("1/3").unwrap()]
+        );
         let err = slices_of_input("0/3\n5/3\n", 3).unwrap_err().to_string();
         assert!(err.contains(":2:"), "{err}");
         assert!(slices_of_input("1/4\n", 3).is_err());

@@ -62,7 +62,10 @@ impl StreamingJob {
             ("-input", self.tasks_file.as_str()),
             ("-output", self.output.as_str()),
             ("-mapper", &format!("{BINARY_LINK} yarn task {SPEC_LINK}")),
-            ("-inputformat", "org.apache.hadoop.mapred.lib.NLineInputFormat"),
+            (
+                "-inputformat",
+                "org.apache.hadoop.mapred.lib.NLineInputFormat",
+            ),
             ("-numReduceTasks", "0"),
         ] {
             args.push(flag.to_string());

@@ -1,0 +1,229 @@
+//! `yarn submit` on the local cluster's YARN (`cluster up --yarn`): a job's slices run as the
+//! map tasks of a Hadoop Streaming job, held against the same job run on one machine.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::harness::{bin, cluster, run, stderr};
+use crate::test_clean::{parquet_rows, DATE};
+
+fn ok(out: std::process::Output) -> std::process::Output {
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+/// Generated cleaned data (3,000 users) put on HDFS under `<root>/clean`.
+fn clean_on_hdfs(dir: &Path, root: &str) -> String {
+    let clean = crate::test_load::generated_clean(dir);
+    let url = format!("{root}/clean");
+    ok(run(bin().args(["-q", "fs", "put"]).arg(&clean).arg(&url)));
+    url
+}
+
+fn report(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// `friends` on one machine; returns its report.
+fn friends_here(dir: &Path, clean: &str, output: &str) -> serde_json::Value {
+    let file = dir.join("single.json");
+    ok(run(bin()
+        .args(["-q", "--report"])
+        .arg(&file)
+        .args(["friends", "--input"])
+        .arg(format!("{clean}/follows"))
+        .args(["--output", output, "--date", DATE])));
+    report(&file)
+}
+
+/// `friends` through YARN in `tasks` tasks, with `env` set for the submitter; returns its
+/// report.
+fn friends_on_yarn(
+    dir: &Path,
+    clean: &str,
+    output: &str,
+    tasks: u32,
+    env: &[(&str, &str)],
+) -> serde_json::Value {
+    let file = dir.join("yarn.json");
+    let mut cmd = bin();
+    cmd.args(["--report"])
+        .arg(&file)
+        .args(["yarn", "submit", "--submitter", "local", "--tasks"])
+        .arg(tasks.to_string())
+        .args(["--", "friends", "--input"])
+        .arg(format!("{clean}/follows"))
+        .args(["--output", output, "--date", DATE]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = ok(run(&mut cmd));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(": SUCCEEDED ("),
+        "the job's state and tracking URL are printed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    report(&file)
+}
+
+/// Every file under a URL, relative to it.
+fn files_under(url: &str) -> Vec<String> {
+    let fs = weibo_etl::hdfs::FileSystems::new(cluster::HDFS);
+    let root = fs.parse(url).unwrap();
+    let mut files: Vec<String> = fs
+        .list(&root, true)
+        .unwrap()
+        .into_iter()
+        .filter(|e| !e.is_dir)
+        .map(|e| e.location.relative_to(&root).unwrap())
+        .collect();
+    files.sort();
+    files
+}
+
+/// The rows of every Parquet file of a partition on HDFS, slices included, sorted.
+fn all_rows_of(dir: &Path, url: &str) -> Vec<String> {
+    let local = dir.join(format!("get-{}", weibo_etl::hash::text(url.as_bytes())));
+    ok(run(bin().args(["-q", "fs", "get", url]).arg(&local)));
+    let mut folders = vec![local.clone()];
+    let mut rows = Vec::new();
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            }
+        }
+        rows.extend(parquet_rows(&folder).lines().map(String::from));
+    }
+    rows.sort();
+    rows
+}
+
+/// [`all_rows_of`] for a table whose rows are distinct (friend pairs): each is there once.
+fn rows_of(dir: &Path, url: &str) -> BTreeSet<String> {
+    let rows = all_rows_of(dir, url);
+    let set: BTreeSet<String> = rows.iter().cloned().collect();
+    assert_eq!(set.len(), rows.len(), "a row twice under {url}");
+    set
+}
+
+/// friend_counts summed by uid (a sliced run holds one partial count per slice).
+fn counts_of(dir: &Path, url: &str) -> BTreeMap<i64, u64> {
+    let mut counts = BTreeMap::new();
+    for line in all_rows_of(dir, url) {
+        let row: serde_json::Value = serde_json::from_str(&line).unwrap();
+        *counts.entry(row["uid"].as_i64().unwrap()).or_default() +=
+            row["friends"].as_u64().unwrap();
+    }
+    counts
+}
+
+#[test]
+fn friends_through_yarn_in_four_tasks_equals_the_single_machine_run() {
+    cluster::ensure_yarn();
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!(
+        "{}/it/{}",
+        cluster::HDFS,
+        cluster::namespace("yarn_friends")
+    );
+    let clean = clean_on_hdfs(dir.path(), &root);
+    let (here, there) = (format!("{root}/single"), format!("{root}/yarn"));
+    let single = friends_here(dir.path(), &clean, &here);
+    let yarn = friends_on_yarn(dir.path(), &clean, &there, 4, &[]);
+
+    let partition = |out: &str, table: &str| format!("{out}/{table}/dt={DATE}");
+    let pairs = rows_of(dir.path(), &partition(&here, "friends"));
+    assert!(
+        pairs.len() > 100,
+        "too few pairs to compare: {}",
+        pairs.len()
+    );
+    assert_eq!(rows_of(dir.path(), &partition(&there, "friends")), pairs);
+    assert_eq!(
+        counts_of(dir.path(), &partition(&there, "friend_counts")),
+        counts_of(dir.path(), &partition(&here, "friend_counts"))
+    );
+    // One _SUCCESS for the partition, written once all four slices had committed.
+    for table in ["friends", "friend_counts"] {
+        let files = files_under(&partition(&there, table));
+        let top: Vec<&String> = files.iter().filter(|f| !f.contains('/')).collect();
+        assert_eq!(top, ["_SUCCESS"], "{files:?}");
+        for i in 0..4 {
+            assert!(
+                files.contains(&format!("slice={i}-of-4/_SUCCESS")),
+                "{files:?}"
+            );
+        }
+    }
+    assert_eq!(yarn["yarn"]["state"], "SUCCEEDED", "{yarn}");
+    assert_eq!(yarn["slices"].as_array().unwrap().len(), 4);
+    for field in ["edges_read", "distinct_edges", "mutual_pairs"] {
+        assert_eq!(yarn["friends"][field], single["friends"][field], "{field}");
+    }
+    assert!(
+        !files_under(&there).iter().any(|f| f.starts_with("_yarn")),
+        "the run's staging is gone"
+    );
+}
+
+#[test]
+fn a_task_failed_on_its_first_attempt_is_retried_and_leaves_nothing() {
+    cluster::ensure_yarn();
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("{}/it/{}", cluster::HDFS, cluster::namespace("yarn_retry"));
+    let clean = clean_on_hdfs(dir.path(), &root);
+    let (here, there) = (format!("{root}/single"), format!("{root}/yarn"));
+    friends_here(dir.path(), &clean, &here);
+    // An earlier run of the night, on one machine, into the same output: replaced whole.
+    friends_here(dir.path(), &clean, &there);
+    let yarn = friends_on_yarn(
+        dir.path(),
+        &clean,
+        &there,
+        3,
+        &[("WEIBO_ETL_YARN_FAIL_SLICE", "1")],
+    );
+
+    // Slice 1 committed from its second attempt, the others from their first.
+    let attempt_of = |i: usize| {
+        let output = yarn["slices"][i]["output"].as_str().unwrap().to_string();
+        let attempt = output
+            .split('/')
+            .find(|p| p.starts_with("attempt_"))
+            .unwrap_or_else(|| panic!("no attempt in {output}"))
+            .to_string();
+        attempt.rsplit('_').next().unwrap().to_string()
+    };
+    assert_eq!(
+        (attempt_of(0), attempt_of(1), attempt_of(2)),
+        ("0".into(), "1".into(), "0".into())
+    );
+    let partition = |out: &str| format!("{out}/friends/dt={DATE}");
+    assert_eq!(
+        rows_of(dir.path(), &partition(&there)),
+        rows_of(dir.path(), &partition(&here))
+    );
+    let files = files_under(&there);
+    assert!(
+        !files
+            .iter()
+            .any(|f| f.contains("FAILED-ATTEMPT") || f.contains("_temporary")),
+        "a file of the failed attempt survived: {files:?}"
+    );
+    let top = |table: &str| -> Vec<String> {
+        files
+            .iter()
+            .filter_map(|f| f.strip_prefix(&format!("{table}/dt={DATE}/")))
+            .filter(|f| !f.contains('/'))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        top("friends"),
+        ["_SUCCESS"],
+        "the earlier run's parts are gone"
+    );
+    assert_eq!(top("friend_counts"), ["_SUCCESS"]);
+}
