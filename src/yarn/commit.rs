@@ -2,7 +2,7 @@
 //! has promoted every committed task attempt, into the job's own output.
 //!
 //! Each task wrote its slice as `<table>/dt=<date>/slice=i-of-N/`, committed with its own
-//! `_SUCCESS`. Here every partition must hold exactly one committed slice per task and
+//! `_SUCCESS` (one task writes the partition as a single run does). Here every partition must hold exactly one committed slice per task and
 //! nothing else; then all partitions are committed together with the commit protocol
 //! ([`crate::dataset::partition::commit`]: `_SUCCESS` first, then each moved into place,
 //! replacing an earlier run's), so a reader sees all N slices or the partition as it was.
@@ -50,6 +50,17 @@ fn partitions(
             let dt_name = dt.file_name().unwrap_or_default();
             if !dt_name.starts_with("dt=") {
                 return Err(incomplete(format!("{dt} is not a dt= partition")));
+            }
+            if tasks == 1 {
+                // Slice 0/1 is the whole job, written as a single run writes it.
+                if !fs.exists(&dt.join("_SUCCESS"))? {
+                    return Err(incomplete(format!("{dt} is not committed")));
+                }
+                staged.push(Staged {
+                    tmp: dt.clone(),
+                    target: target.join(&name).join(&dt_name),
+                });
+                continue;
             }
             let mut seen = vec![false; tasks as usize];
             for entry in fs.list(&dt, false)? {
@@ -141,6 +152,25 @@ mod tests {
             names.sort();
             assert_eq!(names, ["_SUCCESS", "slice=0-of-2", "slice=1-of-2"]);
         }
+    }
+
+    #[test]
+    fn one_task_is_the_whole_partition() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (out, target) = (tmp.path().join("out"), tmp.path().join("target"));
+        let dt = out.join("friends").join("dt=2026-11-29");
+        std::fs::create_dir_all(&dt).unwrap();
+        std::fs::write(dt.join("part-00000.parquet"), b"x").unwrap();
+        let fs = FileSystems::new("hdfs://127.0.0.1:9000");
+        assert!(promote(&fs, &local(&out), &local(&target), 1)
+            .unwrap_err()
+            .to_string()
+            .contains("not committed"));
+        std::fs::write(dt.join("_SUCCESS"), b"").unwrap();
+        promote(&fs, &local(&out), &local(&target), 1).unwrap();
+        let committed = target.join("friends").join("dt=2026-11-29");
+        assert!(committed.join("part-00000.parquet").exists());
+        assert!(committed.join("_SUCCESS").exists());
     }
 
     #[test]
