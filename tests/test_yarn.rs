@@ -227,3 +227,137 @@ fn a_task_failed_on_its_first_attempt_is_retried_and_leaves_nothing() {
     );
     assert_eq!(top("friend_counts"), ["_SUCCESS"]);
 }
+
+/// The part files of a partition on HDFS, by name, each with its rows.
+fn parts_of(dir: &Path, url: &str) -> BTreeMap<String, String> {
+    let local = dir.join(format!("parts-{}", weibo_etl::hash::text(url.as_bytes())));
+    ok(run(bin().args(["-q", "fs", "get", url]).arg(&local)));
+    std::fs::read_dir(&local)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .map(|p| {
+            let one = dir.join("one-part");
+            let _ = std::fs::remove_dir_all(&one);
+            std::fs::create_dir_all(&one).unwrap();
+            std::fs::copy(&p, one.join("part.parquet")).unwrap();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, parquet_rows(&one))
+        })
+        .collect()
+}
+
+#[test]
+fn clean_through_yarn_equals_the_single_machine_run() {
+    cluster::ensure_yarn();
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("{}/it/{}", cluster::HDFS, cluster::namespace("yarn_clean"));
+    let raw = dir.path().join("raw");
+    ok(run(bin()
+        .args(["-q", "gen", "--users", "3000", "--seed", "11", "--out"])
+        .arg(&raw)));
+    // A re-crawl of every other user in a file of its own, with the same crawl time: the
+    // later input record wins, in whichever map read it.
+    let users = std::fs::read_to_string(raw.join("users/users-00000.csv")).unwrap();
+    let mut recrawl: Vec<String> = users.lines().take(1).map(String::from).collect();
+    recrawl.extend(
+        users
+            .lines()
+            .skip(1)
+            .step_by(2)
+            .map(|l| l.replacen("用户", "重爬", 1)),
+    );
+    std::fs::write(raw.join("users/users-00001.csv"), recrawl.join("\n") + "\n").unwrap();
+    let raw_url = format!("{root}/raw/dt={DATE}");
+    ok(run(bin().args(["-q", "fs", "put"]).arg(&raw).arg(&raw_url)));
+    let files = files_under(&raw_url);
+    assert!(files.len() >= 4, "a multi-file raw partition: {files:?}");
+    let (here, there) = (format!("{root}/single"), format!("{root}/yarn"));
+    let job = |output: &str| -> Vec<String> {
+        [
+            "clean",
+            "--input",
+            &raw_url,
+            "--output",
+            output,
+            "--date",
+            DATE,
+            "--key-partitions",
+            "4",
+            "--max-reject-ratio",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let single_report = dir.path().join("single.json");
+    ok(run(bin()
+        .args(["-q", "--report"])
+        .arg(&single_report)
+        .args(job(&here))));
+    let yarn_report = dir.path().join("yarn.json");
+    let out = ok(run(bin()
+        .args(["--report"])
+        .arg(&yarn_report)
+        .args([
+            "yarn",
+            "submit",
+            "--submitter",
+            "local",
+            "--tasks",
+            "3",
+            "--",
+        ])
+        .args(job(&there))));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(": SUCCEEDED ("));
+    let (single, yarn) = (report(&single_report), report(&yarn_report));
+
+    // The same rows in every part of every entity, the same rejects, the same accounting.
+    for entity in ["users", "posts", "follows", "comments", "reposts"] {
+        let partition = |out: &str| format!("{out}/{entity}/dt={DATE}");
+        let ours = parts_of(dir.path(), &partition(&there));
+        assert!(!ours.is_empty(), "{entity} has parts");
+        assert_eq!(ours, parts_of(dir.path(), &partition(&here)), "{entity}");
+        assert_eq!(
+            files_under(&partition(&there)),
+            files_under(&partition(&here)),
+            "{entity}: the same files, one _SUCCESS"
+        );
+    }
+    let fs = weibo_etl::hdfs::FileSystems::new(cluster::HDFS);
+    let rejects = |out: &str| {
+        fs.read_to_vec(
+            &fs.parse(&format!("{out}/_rejects/dt={DATE}/rejects.jsonl"))
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert!(!rejects(&here).is_empty(), "generated dirt gives rejects");
+    assert_eq!(rejects(&there), rejects(&here));
+    let users = parts_of(dir.path(), &format!("{there}/users/dt={DATE}"));
+    let recrawled = users
+        .values()
+        .flat_map(|rows| rows.lines())
+        .filter(|l| l.contains("重爬"))
+        .count();
+    assert!(recrawled > 1000, "the re-crawl wins: {recrawled} rows");
+    let clean = &yarn["clean"];
+    assert_eq!(clean["entities"], single["clean"]["entities"]);
+    assert_eq!(clean["unattributed"], single["clean"]["unattributed"]);
+    assert_eq!(clean["bytes_in"], single["clean"]["bytes_in"]);
+    let paths = |r: &serde_json::Value| -> Vec<String> {
+        r["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(paths(clean), paths(&single["clean"]));
+    assert_eq!(
+        yarn["yarn"].as_array().unwrap().len(),
+        2,
+        "a map and a reduce job"
+    );
+    assert!(!files_under(&there).iter().any(|f| f.starts_with("_yarn")));
+}

@@ -93,7 +93,7 @@ pub struct CleanOptions {
 }
 
 /// Counts for one entity.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct EntityCounts {
     pub records_in: u64,
     pub records_out: u64,
@@ -185,9 +185,9 @@ struct SpillSlot {
     pending_bytes: u64,
 }
 
-struct SpillSet {
-    dir: SpillDir,
-    partitions: usize,
+pub(super) struct SpillSet {
+    pub(super) dir: SpillDir,
+    pub(super) partitions: usize,
     /// Write buffer of each spill file.
     buffer: usize,
     /// Bytes of rows a slot gathers before they become one batch.
@@ -224,7 +224,7 @@ impl SpillSet {
     }
 
     /// The scratch file holding input file `file_index`'s rejects.
-    fn rejects_name(file_index: usize) -> String {
+    pub(super) fn rejects_name(file_index: usize) -> String {
         format!("rejects-{file_index:06}.jsonl")
     }
 
@@ -299,7 +299,11 @@ impl SpillSet {
 
     /// All batches of one partition, held and spilled (`None` if there were none); they are
     /// gone from the set afterwards (the held ones handed over, the file removed).
-    fn load(&self, entity: Entity, partition: usize) -> Result<Option<Vec<RecordBatch>>> {
+    pub(super) fn load(
+        &self,
+        entity: Entity,
+        partition: usize,
+    ) -> Result<Option<Vec<RecordBatch>>> {
         let held = std::mem::take(
             &mut self.slots[&(entity, partition)]
                 .lock()
@@ -325,7 +329,9 @@ impl SpillSet {
 /// The batches of a finished spill file, decoded in place from a memory map of it: the
 /// arrays point into the file's pages in the page cache, so nothing is copied out of the
 /// kernel or into freshly faulted memory (they stay valid after the file is removed).
-fn read_spill_file(file: &File) -> std::result::Result<Vec<RecordBatch>, arrow::error::ArrowError> {
+pub(super) fn read_spill_file(
+    file: &File,
+) -> std::result::Result<Vec<RecordBatch>, arrow::error::ArrowError> {
     let bad = |what: &str| arrow::error::ArrowError::IpcError(format!("spill file: {what}"));
     // SAFETY: the file is this run's own, in its private temporary folder; its writer has
     // finished and nothing writes it again (it is only removed, which keeps the mapping).
@@ -389,7 +395,7 @@ fn partition_key(row: &Row) -> (i64, i64) {
 }
 
 /// Which spill partition (and output part) a partition key belongs to.
-fn partition_of(key: (i64, i64), partitions: usize) -> usize {
+pub(super) fn partition_of(key: (i64, i64), partitions: usize) -> usize {
     follows::pair_part(key, partitions)
 }
 
@@ -412,20 +418,27 @@ fn raw_excerpt(entity: Entity, raw: &RawRecord) -> String {
     raw::excerpt(&parts.join(" "))
 }
 
-/// Runs the job. `progress` is called with the bytes of each file read.
-pub fn run(
-    fs: &FileSystems,
-    options: &CleanOptions,
-    progress: &(dyn Fn(u64) + Sync),
-) -> std::result::Result<CleanReport, CleanError> {
-    let started = Instant::now();
-    let output = fs.parse(&options.output)?;
-    let files = fs.expand_inputs(&options.inputs)?;
-    let bytes_in: u64 = files.iter().map(|f| f.len).sum();
-    let partitions = options
+/// Key partitions of a run over `bytes_in` of input: `--key-partitions`, else one per
+/// [`PARTITION_BYTES`].
+pub(super) fn key_partitions(options: &CleanOptions, bytes_in: u64) -> usize {
+    options
         .key_partitions
         .unwrap_or((bytes_in / PARTITION_BYTES + 1).clamp(1, 512) as usize)
-        .max(1);
+        .max(1)
+}
+
+/// Pass 1 over `files` (each with its index in the whole input, which orders ties between
+/// records): read, clean, spill. Returns the spill and a report of what was read (no rows
+/// out yet).
+pub(super) fn pass_one(
+    fs: &FileSystems,
+    files: &[(usize, &FileEntry)],
+    options: &CleanOptions,
+    partitions: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(SpillSet, CleanReport)> {
+    let started = Instant::now();
+    let bytes_in: u64 = files.iter().map(|(_, f)| f.len).sum();
     log::info!(
         "clean {} files, {:.1} MB, {partitions} key partitions",
         files.len(),
@@ -442,12 +455,9 @@ pub fn run(
         .chain([None])
         .map(|e| (e, Counters::default()))
         .collect();
-
-    // Pass 1: read, clean, spill.
     let summaries: Vec<FileSummary> = files
         .par_iter()
-        .enumerate()
-        .map(|(index, file)| {
+        .map(|&(index, file)| {
             let summary = read_one(fs, file, index, options, &spill, &counters)?;
             progress(file.len);
             Ok(summary)
@@ -463,7 +473,7 @@ pub fn run(
     );
     let mut report = CleanReport {
         date: options.date.clone(),
-        output: output.to_string(),
+        output: String::new(),
         entities: BTreeMap::new(),
         unattributed: EntityCounts::default(),
         files: summaries,
@@ -491,6 +501,23 @@ pub fn run(
             None => report.unattributed = counts,
         }
     }
+    Ok((spill, report))
+}
+
+/// Runs the job. `progress` is called with the bytes of each file read.
+pub fn run(
+    fs: &FileSystems,
+    options: &CleanOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> std::result::Result<CleanReport, CleanError> {
+    let started = Instant::now();
+    let output = fs.parse(&options.output)?;
+    let files = fs.expand_inputs(&options.inputs)?;
+    let bytes_in: u64 = files.iter().map(|f| f.len).sum();
+    let partitions = key_partitions(options, bytes_in);
+    let indexed: Vec<(usize, &FileEntry)> = files.iter().enumerate().collect();
+    let (spill, mut report) = pass_one(fs, &indexed, options, partitions, progress)?;
+    report.output = output.to_string();
 
     // The budget is checked before anything is written, so a failed run leaves no output.
     report.seconds = started.elapsed().as_secs_f64();
@@ -501,16 +528,22 @@ pub fn run(
     // Pass 2: dedupe and write each entity's partition; users first, for dangling counts.
     let mut known_users = KnownUsers::default();
     let mut staged: Vec<Staged> = Vec::new();
+    let all: Vec<usize> = (0..spill.partitions).collect();
     let tag = partition::run_tag();
     let dt = format!("dt={}", options.date);
     let result = (|| -> Result<()> {
         for entity in Entity::ALL {
             let stage = Staged::new(&output.join(entity.name()), &dt, &tag);
             staged.push(stage.clone());
+            let parts = Partitions {
+                written: &all,
+                total: spill.partitions,
+                load: &|entity, p| spill.load(entity, p),
+            };
             let outcome = write_entity(
                 fs,
                 entity,
-                &spill,
+                parts,
                 &stage.tmp,
                 &known_users,
                 options.data_page_version,
@@ -564,7 +597,7 @@ pub fn run(
 /// The first entity over the budget, if any. Unattributed records (unknown formats) are
 /// measured against all records of the run: a stray file among good data is not a reason to
 /// fail, a run that is mostly unreadable is.
-fn budget_error(report: &CleanReport, budget: f64) -> Option<CleanError> {
+pub fn budget_error(report: &CleanReport, budget: f64) -> Option<CleanError> {
     let all_in: u64 = report.entities.values().map(|c| c.records_in).sum::<u64>()
         + report.unattributed.records_in;
     let buckets = report
@@ -806,21 +839,21 @@ struct PartOutcome {
     keys: Vec<i64>,
 }
 
-struct EntityOutcome {
-    rows_out: u64,
-    duplicates: u64,
-    dangling: u64,
-    without_author: u64,
+pub(super) struct EntityOutcome {
+    pub rows_out: u64,
+    pub duplicates: u64,
+    pub dangling: u64,
+    pub without_author: u64,
     /// The kept keys (filled for users only: the known-user set).
-    keys: KnownUsers,
+    pub keys: KnownUsers,
 }
 
 /// The uids kept by this run, as each users partition left them: sorted, and found again
 /// through the partition their key hashes to. Nothing to build once the users are written
 /// (no set of every uid built on one thread at the end; docs/design/clean.md).
 #[derive(Default)]
-struct KnownUsers {
-    by_partition: Vec<Vec<i64>>,
+pub(super) struct KnownUsers {
+    pub(super) by_partition: Vec<Vec<i64>>,
 }
 
 impl KnownUsers {
@@ -834,19 +867,20 @@ impl KnownUsers {
 
 /// Dedupes every spill partition of an entity and writes one Parquet part file per partition
 /// into `dir` (at least one, possibly empty, so the schema is always there).
-fn write_entity(
+pub(super) fn write_entity(
     fs: &FileSystems,
     entity: Entity,
-    spill: &SpillSet,
+    parts: Partitions<'_>,
     dir: &Location,
     known_users: &KnownUsers,
     data_page_version: u8,
 ) -> Result<EntityOutcome> {
-    let parts: Vec<PartOutcome> = (0..spill.partitions)
-        .into_par_iter()
-        .map(|p| -> Result<PartOutcome> {
+    let written: Vec<PartOutcome> = parts
+        .written
+        .par_iter()
+        .map(|&p| -> Result<PartOutcome> {
             // An entity with no rows still gets part 0 (empty, so the schema is there).
-            let batches = match spill.load(entity, p)? {
+            let batches = match (parts.load)(entity, p)? {
                 Some(batches) => batches,
                 None if p == 0 => Vec::new(),
                 None => return Ok(PartOutcome::default()),
@@ -861,7 +895,7 @@ fn write_entity(
                     .into_builder()
                     .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
                         follows::PAIR_PARTITION_KEY.to_string(),
-                        follows::footer_value(p, spill.partitions),
+                        follows::footer_value(p, parts.total),
                     )]))
                     .build();
             }
@@ -895,17 +929,30 @@ fn write_entity(
         duplicates: 0,
         dangling: 0,
         without_author: 0,
-        keys: KnownUsers::default(),
+        keys: KnownUsers {
+            by_partition: vec![Vec::new(); parts.total],
+        },
     };
     // Partition p's keys at index p: users' keys are (uid, 0), hashed as `contains` does.
-    for part in parts {
+    for (&p, part) in parts.written.iter().zip(written) {
         outcome.rows_out += part.kept;
         outcome.duplicates += part.duplicates;
         outcome.dangling += part.dangling;
         outcome.without_author += part.without_author;
-        outcome.keys.by_partition.push(part.keys);
+        outcome.keys.by_partition[p] = part.keys;
     }
     Ok(outcome)
+}
+
+/// Which key partitions of an entity a pass 2 writes, and where their rows come from.
+#[derive(Clone, Copy)]
+pub(super) struct Partitions<'a> {
+    /// The partitions to write (all of them, or a reduce task's share).
+    pub written: &'a [usize],
+    /// Key partitions in all.
+    pub total: usize,
+    /// All rows of one partition, `None` when it has none.
+    pub load: &'a (dyn Fn(Entity, usize) -> Result<Option<Vec<RecordBatch>>> + Sync),
 }
 
 /// Picks one row per natural key: the newest crawl, then the latest input position. Returns

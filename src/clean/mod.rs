@@ -15,6 +15,7 @@ pub mod columns;
 pub mod job;
 #[cfg(test)]
 mod robustness;
+pub mod shuffle;
 
 use std::borrow::Cow;
 

@@ -3,6 +3,8 @@
 use anyhow::{Context as _, Result};
 use chrono::{Duration, NaiveDate};
 use weibo_etl::clean::job::{self, CleanError, CleanOptions, CleanReport};
+use weibo_etl::clean::shuffle;
+use weibo_etl::dataset::slice::Slice;
 use weibo_etl::raw::Format;
 use weibo_etl::report::Report;
 use weibo_etl::values::parse_crawl_time;
@@ -66,6 +68,16 @@ pub struct Args {
     key_partitions: Option<u32>,
     #[command(flatten)]
     parquet: super::ParquetArgs,
+    /// One map slice of a clean split over machines (`yarn submit`): pass 1 over the input
+    /// files of this slice, written under --output as a shuffle; needs --key-partitions
+    #[arg(long, value_name = "i/N", value_parser = Slice::parse, hide = true, conflicts_with = "reduce", requires = "key_partitions")]
+    map: Option<Slice>,
+    /// One reduce slice: pass 2 over this slice's key partitions, from the maps' shuffle
+    #[arg(long, value_name = "i/N", value_parser = Slice::parse, hide = true, requires_all = ["shuffle", "key_partitions"])]
+    reduce: Option<Slice>,
+    /// The maps' output that a reduce slice reads
+    #[arg(long, value_name = "URL", hide = true)]
+    shuffle: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -110,6 +122,27 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         data_page_version: args.parquet.data_page_version,
     };
     let mut report = Report::new("clean");
+    if args.map.is_some() || args.reduce.is_some() {
+        let fs = &ctx.fs;
+        let outcome = match (args.map, args.reduce, &args.shuffle) {
+            (Some(slice), _, _) => shuffle::run_map(fs, &options, slice, &|_| {}),
+            (_, Some(slice), Some(from)) => {
+                shuffle::run_reduce(fs, &options, slice, &fs.parse(from)?)
+            }
+            _ => unreachable!("clap requires --shuffle with --reduce"),
+        };
+        return match outcome {
+            Ok(slice) => {
+                print_summary(&slice);
+                report.set("clean", &slice);
+                ctx.finish_report(&report, None)
+            }
+            Err(e) => {
+                ctx.finish_report(&report, Some(&e.to_string()))?;
+                Err(e).context("clean slice failed")
+            }
+        };
+    }
     // Expand once for the progress bar's total; the job expands again (cheap metadata calls).
     let total: u64 = ctx
         .fs

@@ -28,7 +28,8 @@ Examples:
 Each task runs `weibo-etl <job> ... --partition i/N` with its output in the task attempt's
 folder; a failed attempt is retried by YARN (--max-attempts) and leaves nothing. Once every
 task has committed, each partition is committed into --output with one _SUCCESS beside the
-N slice=i-of-N/ folders. Jobs that run through YARN: friends.";
+N slice=i-of-N/ folders (clean: a map and a reduce job, and the parts as one run
+writes them). Jobs that run through YARN: clean, friends.";
 
 /// Run jobs on a Hadoop cluster's YARN: one slice of the job per map task
 #[derive(clap::Args, Debug)]
@@ -136,38 +137,121 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
         Submitter::Auto => Submitter::Local,
         chosen => chosen,
     };
-
     // Everything of this run lives under one hidden folder beside the output, removed at
     // the end whatever happens.
     let staging = output
         .join("_yarn")
         .join(&format!("{job}-{}", partition::run_tag()));
-    let streaming_out = staging.join("out");
-    let outcome = (|| -> Result<(Submitted, Vec<Location>, Vec<Value>)> {
-        let binary = upload_binary(fs, &fs.parse(&args.apps)?)?;
-        let spec_file = staging.join("job.json");
+    let run = Run {
+        fs,
+        args: &args,
+        submitter,
+        staging: staging.clone(),
+        binary: String::new(),
+    };
+    let outcome = (|| -> Result<Outcome> {
+        let run = Run {
+            binary: upload_binary(fs, &fs.parse(&args.apps)?)?.to_string(),
+            ..run
+        };
+        match job.as_str() {
+            "clean" => run_clean(&run, spec, &output),
+            _ => run_slices(&run, spec, &output),
+        }
+    })();
+    let _ = fs.delete(&staging);
+    if let Some(runs) = staging.parent() {
+        if fs.list(&runs, false).is_ok_and(|l| l.is_empty()) {
+            let _ = fs.delete(&runs);
+        }
+    }
+    let outcome = match outcome {
+        Ok(done) => done,
+        Err(e) => {
+            ctx.finish_report(&report, Some(&format!("{e:#}")))?;
+            return Err(e);
+        }
+    };
+    for dir in &outcome.committed {
+        eprintln!("committed {dir}");
+    }
+    if let Some(merged) = &outcome.merged {
+        match merged.get("entities").and_then(Value::as_object) {
+            Some(entities) => {
+                for (name, c) in entities {
+                    eprintln!(
+                        "{name}: {} in, {} out, {} rejected, {} duplicates",
+                        c["records_in"], c["records_out"], c["rejected"], c["duplicates"]
+                    );
+                }
+            }
+            None => eprintln!("{job}: {merged}"),
+        }
+        report.set(job, merged);
+    }
+    report.set("yarn", &outcome.jobs);
+    report.set("tasks", args.tasks);
+    report.set("slices", &outcome.slices);
+    report.set(
+        "committed",
+        outcome
+            .committed
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>(),
+    );
+    ctx.finish_report(&report, None)
+}
+
+/// One submission: where it stages, how it submits, the binary the tasks run.
+struct Run<'a> {
+    fs: &'a FileSystems,
+    args: &'a SubmitArgs,
+    submitter: Submitter,
+    staging: Location,
+    binary: String,
+}
+
+/// What a submission committed, and what it tells.
+struct Outcome {
+    jobs: Vec<Submitted>,
+    committed: Vec<Location>,
+    slices: Vec<Value>,
+    merged: Option<Value>,
+}
+
+impl Run<'_> {
+    /// Runs one streaming job of `spec`'s tasks into `<staging>/<name>`, waits for it, and
+    /// returns how it ended and its slices' reports; an error unless it succeeded.
+    fn stage(&self, spec: &TaskSpec, name: &str) -> Result<(Submitted, Location, Vec<Value>)> {
+        let fs = self.fs;
+        let spec_file = self.staging.join(&format!("{name}.json"));
         fs.write_atomic(&spec_file, &spec.to_json())?;
-        let tasks_file = staging.join("tasks.txt");
-        fs.write_atomic(&tasks_file, yarn::task_list(args.tasks).as_bytes())?;
+        let tasks_file = self.staging.join("tasks.txt");
+        if !fs.exists(&tasks_file)? {
+            fs.write_atomic(&tasks_file, yarn::task_list(spec.tasks).as_bytes())?;
+        }
+        let out = self.staging.join(name);
         let streaming = StreamingJob {
-            name: format!("weibo-etl {}", args.job.join(" ")),
-            binary: binary.to_string(),
+            name: format!("weibo-etl {} ({name})", self.args.job.join(" ")),
+            binary: self.binary.clone(),
             spec: spec_file.to_string(),
             tasks_file: tasks_file.to_string(),
-            output: streaming_out.to_string(),
-            queue: args.queue.clone(),
-            memory_mb: args.memory,
-            max_attempts: args.max_attempts,
+            output: out.to_string(),
+            queue: self.args.queue.clone(),
+            memory_mb: self.args.memory,
+            max_attempts: self.args.max_attempts,
         };
         eprintln!(
-            "submitting {job} as {} tasks to YARN ({})",
-            args.tasks,
-            match submitter {
+            "submitting {} ({name}) as {} tasks to YARN ({})",
+            spec.job,
+            spec.tasks,
+            match self.submitter {
                 Submitter::Mapred => "mapred streaming",
                 _ => "the local cluster",
             }
         );
-        let submitted = submit(submitter, &streaming.args())?;
+        let submitted = submit(self.submitter, &streaming.args())?;
         println!(
             "yarn job {}: {} ({})",
             submitted.job_id, submitted.state, submitted.tracking_url
@@ -181,39 +265,172 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
                 submitted.tracking_url
             );
         }
-        let slices = slice_reports(fs, &streaming_out, args.tasks)?;
-        let committed = commit::promote(fs, &streaming_out, &output, args.tasks)
-            .context("committing the YARN job's output")?;
-        Ok((submitted, committed, slices))
-    })();
-    let _ = fs.delete(&staging);
-    if let Some(runs) = staging.parent() {
-        if fs.list(&runs, false).is_ok_and(|l| l.is_empty()) {
-            let _ = fs.delete(&runs);
-        }
+        let slices = slice_reports(fs, &out, spec.tasks)?;
+        Ok((submitted, out, slices))
     }
-    let (submitted, committed, slices) = match outcome {
-        Ok(done) => done,
-        Err(e) => {
-            ctx.finish_report(&report, Some(&format!("{e:#}")))?;
-            return Err(e);
+}
+
+/// A job whose slices hold disjoint shares of its answer (friends): one streaming job, each
+/// partition committed once every slice of it has.
+fn run_slices(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
+    let (submitted, out, slices) = run.stage(&spec, "out")?;
+    let committed = commit::promote(run.fs, &out, output, spec.tasks)
+        .context("committing the YARN job's output")?;
+    let merged = merge(&spec.job, &slices)?;
+    Ok(Outcome {
+        jobs: vec![submitted],
+        committed,
+        slices,
+        merged,
+    })
+}
+
+/// clean: a map stage (pass 1 over each slice's files, written as a shuffle), the reject
+/// budget checked on the whole job's counts, then a reduce stage (pass 2 over each slice's
+/// key partitions), and the partitions and rejects committed together.
+fn run_clean(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
+    use weibo_etl::clean::job::{self, CleanOptions, CleanReport};
+    use weibo_etl::clean::shuffle::{self, SliceCounts};
+    let fs = run.fs;
+    let value = |flag: &str| yarn::arg_values(&spec.args, flag).into_iter().next();
+    let date = value("--date")
+        .context("clean needs its --date")?
+        .to_string();
+    let budget: f64 = match value("--max-reject-ratio") {
+        Some(r) => r
+            .parse()
+            .map_err(|_| weibo_etl::Error::Usage(format!("--max-reject-ratio {r:?}")))?,
+        None => 0.05,
+    };
+    // Both stages cut keys the same way: the partitions one run over the input would take.
+    let key_partitions = match value("--key-partitions") {
+        Some(n) => n
+            .parse()
+            .map_err(|_| weibo_etl::Error::Usage(format!("--key-partitions {n:?}")))?,
+        None => {
+            let inputs: Vec<String> = yarn::arg_values(&spec.args, "--input")
+                .into_iter()
+                .map(String::from)
+                .collect();
+            let bytes: u64 = fs.expand_inputs(&inputs)?.iter().map(|f| f.len).sum();
+            let defaults = CleanOptions {
+                inputs: Vec::new(),
+                output: String::new(),
+                date: date.clone(),
+                format: None,
+                skip_corrupt_files: false,
+                default_crawl_ms: 0,
+                max_reject_ratio: budget,
+                spill_dir: None,
+                spill_memory: 0,
+                key_partitions: None,
+                data_page_version: 2,
+            };
+            shuffle::job_key_partitions(&defaults, bytes)
         }
     };
-    for dir in &committed {
-        eprintln!("committed {dir}");
+    let args = yarn::without_arg(&spec.args, "--key-partitions");
+    let map_spec = TaskSpec {
+        args: args.clone(),
+        stage: yarn::Stage::Map { key_partitions },
+        ..spec.clone()
+    };
+    let (map_job, map_out, maps) = run.stage(&map_spec, "map")?;
+    let counts = |reports: &[Value]| -> Result<Vec<SliceCounts>> {
+        reports
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                serde_json::from_value(r["clean"].clone())
+                    .with_context(|| format!("slice {i}'s report has no clean counts"))
+            })
+            .collect()
+    };
+    let map_counts = counts(&maps)?;
+    let read = shuffle::merge(&map_counts, &[]);
+    let mut whole = CleanReport {
+        date: date.clone(),
+        output: output.to_string(),
+        entities: read.entities.clone(),
+        unattributed: read.unattributed.clone(),
+        files: Vec::new(),
+        bytes_in: read.bytes_in,
+        seconds: 0.0,
+        mb_per_s: 0.0,
+        committed: false,
+    };
+    if let Some(over) = job::budget_error(&whole, budget) {
+        return Err(weibo_etl::Error::RejectBudget(over.to_string()).into());
     }
-    if let Some(merged) = merge(job, &slices)? {
-        eprintln!("{job}: {merged}");
-        report.set(job, merged);
+    let reduce_spec = TaskSpec {
+        args,
+        stage: yarn::Stage::Reduce {
+            key_partitions,
+            shuffle: map_out.to_string(),
+        },
+        ..spec.clone()
+    };
+    let (reduce_job, reduce_out, reduces) = run.stage(&reduce_spec, "reduce")?;
+    let merged = shuffle::merge(&map_counts, &counts(&reduces)?);
+    whole.entities = merged.entities;
+    whole.unattributed = merged.unattributed;
+    if !whole.balances() {
+        bail!("the YARN job's counts do not balance: {:?}", whole.entities);
     }
-    report.set("yarn", &submitted);
-    report.set("tasks", args.tasks);
-    report.set("slices", &slices);
-    report.set(
-        "committed",
-        committed.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
-    );
-    ctx.finish_report(&report, None)
+    let dt = format!("dt={date}");
+    let mut staged = Vec::new();
+    for (name, counts) in &whole.entities {
+        let dir = reduce_out.join(name).join(&dt);
+        let parts: Vec<_> = fs
+            .list(&dir, false)?
+            .into_iter()
+            .filter(|e| e.location.to_string().ends_with(".parquet"))
+            .collect();
+        let rows = partition::parquet_rows(fs, &parts)?;
+        if rows != counts.records_out {
+            bail!(
+                "{dir} holds {rows} rows where the reduces report {} kept",
+                counts.records_out
+            );
+        }
+        staged.push(partition::Staged {
+            tmp: dir,
+            target: output.join(name).join(&dt),
+        });
+    }
+    // The rejects of every map, in input order, as one run writes them.
+    let rejects = reduce_out.join("_rejects").join(&dt);
+    let mut sink = fs.create_atomic(&rejects.join("rejects.jsonl"))?;
+    let from = map_out.join(shuffle::REJECTS);
+    if fs.exists(&from)? {
+        for entry in fs.list(&from, false)? {
+            let mut reader = fs.open(&entry.location)?;
+            std::io::copy(&mut reader, &mut sink)
+                .with_context(|| format!("copying {}", entry.location))?;
+        }
+    }
+    sink.commit()?;
+    staged.push(partition::Staged {
+        tmp: rejects,
+        target: output.join("_rejects").join(&dt),
+    });
+    commit::commit_all(fs, &staged).context("committing the YARN job's output")?;
+    whole.committed = true;
+    let mut report = serde_json::to_value(&whole)?;
+    // The files each map read, in input order.
+    let mut files: Vec<Value> = maps
+        .iter()
+        .flat_map(|m| m["clean"]["files"].as_array().cloned().unwrap_or_default())
+        .collect();
+    files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    report["files"] = Value::from(files);
+    let slices = maps.into_iter().chain(reduces).collect();
+    Ok(Outcome {
+        jobs: vec![map_job, reduce_job],
+        committed: staged.into_iter().map(|s| s.target).collect(),
+        slices,
+        merged: Some(report),
+    })
 }
 
 /// How the YARN job ended.

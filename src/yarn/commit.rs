@@ -22,13 +22,19 @@ pub fn promote(
     tasks: u32,
 ) -> Result<Vec<Location>> {
     let staged = partitions(fs, job_output, target, tasks)?;
-    for s in &staged {
+    commit_all(fs, &staged)?;
+    Ok(staged.into_iter().map(|s| s.target).collect())
+}
+
+/// Commits partitions that a YARN job wrote whole (clean's reduces write each partition's
+/// parts as one run does) into their targets, together, with the commit protocol.
+pub fn commit_all(fs: &FileSystems, staged: &[Staged]) -> Result<()> {
+    for s in staged {
         if let Some(table) = s.target.parent() {
             fs.mkdirs(&table)?;
         }
     }
-    partition::commit(fs, &staged)?;
-    Ok(staged.into_iter().map(|s| s.target).collect())
+    partition::commit(fs, staged)
 }
 
 /// The partitions of the job's output, each checked, as staged folders of their targets.

@@ -22,7 +22,7 @@ use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 
 /// The jobs that can run as slices through YARN.
-pub const SLICEABLE: &[&str] = &["friends"];
+pub const SLICEABLE: &[&str] = &["clean", "friends"];
 
 /// Where, in the job's output, the per-slice reports go (hidden from readers).
 pub const REPORTS: &str = "_reports";
@@ -38,6 +38,26 @@ pub struct TaskSpec {
     pub tasks: u32,
     /// Environment the slice runs with (the submitter's resolved global options).
     pub env: BTreeMap<String, String>,
+    /// Which stage of the job the tasks run.
+    #[serde(default)]
+    pub stage: Stage,
+}
+
+/// What one task of a YARN job runs: a slice of the whole job (`--partition`), or one of
+/// clean's two stages (`clean::shuffle`), which share their key partitions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Stage {
+    #[default]
+    Slice,
+    Map {
+        key_partitions: usize,
+    },
+    Reduce {
+        key_partitions: usize,
+        /// The map stage's output.
+        shuffle: String,
+    },
 }
 
 impl TaskSpec {
@@ -58,17 +78,17 @@ impl TaskSpec {
         if tasks == 0 {
             return Err(Error::Usage("--tasks must be at least 1".into()));
         }
-        for taken in ["--partition", "--load"] {
+        for taken in ["--partition", "--load", "--map", "--reduce", "--shuffle"] {
             if args
                 .iter()
                 .any(|a| a == taken || a.starts_with(&format!("{taken}=")))
             {
                 return Err(Error::Usage(format!(
                     "{job} {taken}: not through YARN ({})",
-                    if taken == "--partition" {
-                        "each task runs its own slice of --tasks"
-                    } else {
+                    if taken == "--load" {
                         "the tasks write Parquet only; load the committed output afterwards"
+                    } else {
+                        "each task is given its own slice of --tasks"
                     }
                 )));
             }
@@ -83,6 +103,7 @@ impl TaskSpec {
             args: args.to_vec(),
             tasks,
             env,
+            stage: Stage::Slice,
         })
     }
 
@@ -96,8 +117,27 @@ impl TaskSpec {
     pub fn slice_args(&self, slice: Slice, output: &str, report: &str) -> Vec<String> {
         let mut argv = vec!["--report".to_string(), report.to_string(), self.job.clone()];
         argv.extend(with_output(&self.args, output));
-        argv.push("--partition".into());
-        argv.push(slice.to_string());
+        let slice = slice.to_string();
+        match &self.stage {
+            Stage::Slice => argv.extend(["--partition".into(), slice]),
+            Stage::Map { key_partitions } => argv.extend([
+                "--map".into(),
+                slice,
+                "--key-partitions".into(),
+                key_partitions.to_string(),
+            ]),
+            Stage::Reduce {
+                key_partitions,
+                shuffle,
+            } => argv.extend([
+                "--reduce".into(),
+                slice,
+                "--key-partitions".into(),
+                key_partitions.to_string(),
+                "--shuffle".into(),
+                shuffle.clone(),
+            ]),
+        }
         argv
     }
 
@@ -121,16 +161,35 @@ impl TaskSpec {
 
 /// The value of `--output` (or `--output=URL`) among a job's arguments.
 pub fn output_arg(args: &[String]) -> Option<&str> {
+    arg_values(args, "--output").into_iter().next()
+}
+
+/// Every value of option `flag` (`--flag V` or `--flag=V`) among a job's arguments.
+pub fn arg_values<'a>(args: &'a [String], flag: &str) -> Vec<&'a str> {
+    let mut values = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        if a == "--output" {
-            return it.next().map(String::as_str);
-        }
-        if let Some(v) = a.strip_prefix("--output=") {
-            return Some(v);
+        if a == flag {
+            values.extend(it.next().map(String::as_str));
+        } else if let Some(v) = a.strip_prefix(flag).and_then(|v| v.strip_prefix('=')) {
+            values.push(v);
         }
     }
-    None
+    values
+}
+
+/// `args` without option `flag` and its value (`--flag V` or `--flag=V`).
+pub fn without_arg(args: &[String], flag: &str) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            it.next();
+        } else if !a.strip_prefix(flag).is_some_and(|v| v.starts_with('=')) {
+            out.push(a.clone());
+        }
+    }
+    out
 }
 
 /// `args` with the value of `--output` replaced by `output`.
@@ -225,6 +284,32 @@ mod tests {
         assert_eq!(with_output(&eq, "x")[0], "--output=x");
         let back = TaskSpec::from_json(&spec.to_json(), "job.json").unwrap();
         assert_eq!(back, spec);
+        let reduce = TaskSpec {
+            stage: Stage::Reduce {
+                key_partitions: 3,
+                shuffle: "hdfs:///s/map".into(),
+            },
+            ..spec.clone()
+        };
+        let argv = reduce.slice_args(slice, "t", "r");
+        assert_eq!(
+            argv[argv.len() - 6..],
+            strings(&[
+                "--reduce",
+                "1/4",
+                "--key-partitions",
+                "3",
+                "--shuffle",
+                "hdfs:///s/map"
+            ])
+        );
+        assert_eq!(
+            TaskSpec::from_json(&reduce.to_json(), "job.json").unwrap(),
+            reduce
+        );
+        let inputs = strings(&["--input", "a", "--input=b", "--inputs", "c"]);
+        assert_eq!(arg_values(&inputs, "--input"), ["a", "b"]);
+        assert_eq!(without_arg(&inputs, "--input"), strings(&["--inputs", "c"]));
     }
 
     #[test]
@@ -234,7 +319,8 @@ mod tests {
             a.extend(strings(extra));
             a
         };
-        assert!(TaskSpec::new("clean", &with(&[]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("rank", &with(&[]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("clean", &with(&["--map", "0/2"]), 2, BTreeMap::new()).is_err());
         assert!(TaskSpec::new(
             "friends",
             &with(&["--partition", "1/2"]),
