@@ -674,29 +674,7 @@ impl FileSystems {
     /// (`from` is left in place). The file system decides, so of two racing processes one
     /// wins and the other's file never replaces the winner's.
     pub fn rename_new(&self, from: &Location, to: &Location) -> Result<bool> {
-        let renamed = match (from, to) {
-            (
-                Location::Hdfs { authority, path },
-                Location::Hdfs {
-                    authority: a2,
-                    path: p2,
-                },
-            ) if authority == a2 => self
-                .client(authority)?
-                .rename(path, p2, false)
-                .map_err(|e| hdfs_error("rename", from, e)),
-            // A hard link fails when `to` exists, where a rename would replace it.
-            (Location::Local(a), Location::Local(b)) => fs::hard_link(a, b)
-                .and_then(|_| fs::remove_file(a))
-                .map_err(|e| io_error("rename", from, e)),
-            _ => {
-                return Err(Error::InvalidLocation {
-                    url: to.to_string(),
-                    reason: format!("cannot rename across file systems from {from}"),
-                })
-            }
-        };
-        match renamed {
+        match self.rename_with(from, to, false) {
             Ok(()) => Ok(true),
             Err(_) if self.exists(to)? => Ok(false),
             Err(e) => Err(e),
@@ -705,6 +683,12 @@ impl FileSystems {
 
     /// Renames within one file system, replacing a *file* already at `to`.
     pub fn rename(&self, from: &Location, to: &Location) -> Result<()> {
+        self.rename_with(from, to, true)
+    }
+
+    /// A rename within one file system that replaces a file at `to` or fails when one is
+    /// there (locally through a hard link, which fails where a rename would replace).
+    fn rename_with(&self, from: &Location, to: &Location, replace: bool) -> Result<()> {
         match (from, to) {
             (
                 Location::Hdfs { authority, path },
@@ -714,11 +698,14 @@ impl FileSystems {
                 },
             ) if authority == a2 => self
                 .client(authority)?
-                .rename(path, p2, true)
+                .rename(path, p2, replace)
                 .map_err(|e| hdfs_error("rename", from, e)),
-            (Location::Local(a), Location::Local(b)) => {
-                fs::rename(a, b).map_err(|e| io_error("rename", from, e))
+            (Location::Local(a), Location::Local(b)) => if replace {
+                fs::rename(a, b)
+            } else {
+                fs::hard_link(a, b).and_then(|_| fs::remove_file(a))
             }
+            .map_err(|e| io_error("rename", from, e)),
             _ => Err(Error::InvalidLocation {
                 url: to.to_string(),
                 reason: format!("cannot rename across file systems from {from}"),

@@ -423,8 +423,13 @@ fn raw_excerpt(entity: Entity, raw: &RawRecord) -> String {
 pub(super) fn key_partitions(options: &CleanOptions, bytes_in: u64) -> usize {
     options
         .key_partitions
-        .unwrap_or((bytes_in / PARTITION_BYTES + 1).clamp(1, 512) as usize)
+        .unwrap_or_else(|| default_key_partitions(bytes_in))
         .max(1)
+}
+
+/// The key partitions a run over `bytes_in` of input takes without `--key-partitions`.
+pub fn default_key_partitions(bytes_in: u64) -> usize {
+    (bytes_in / PARTITION_BYTES + 1).clamp(1, 512) as usize
 }
 
 /// Pass 1 over `files` (each with its index in the whole input, which orders ties between

@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use super::columns;
 use super::job::{
-    key_partitions, pass_one, write_entity, CleanOptions, CleanReport, EntityCounts, KnownUsers,
-    Partitions, SpillSet,
+    pass_one, write_entity, CleanOptions, CleanReport, EntityCounts, KnownUsers, Partitions,
+    SpillSet,
 };
 use super::Entity;
 use crate::dataset::slice::Slice;
@@ -40,11 +40,6 @@ use crate::hdfs::{FileSystems, Location};
 pub const SHUFFLE: &str = "shuffle";
 /// The maps' rejects' folder in a map's output.
 pub const REJECTS: &str = "rejects";
-
-/// The key partitions of a job over `bytes_in` of input: what one run would take.
-pub fn job_key_partitions(options: &CleanOptions, bytes_in: u64) -> usize {
-    key_partitions(options, bytes_in)
-}
 
 fn partitions_of(options: &CleanOptions) -> Result<usize> {
     options

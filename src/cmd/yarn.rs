@@ -142,17 +142,13 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
     let staging = output
         .join("_yarn")
         .join(&format!("{job}-{}", partition::run_tag()));
-    let run = Run {
-        fs,
-        args: &args,
-        submitter,
-        staging: staging.clone(),
-        binary: String::new(),
-    };
     let outcome = (|| -> Result<Outcome> {
         let run = Run {
+            fs,
+            args: &args,
+            submitter,
+            staging: staging.clone(),
             binary: upload_binary(fs, &fs.parse(&args.apps)?)?.to_string(),
-            ..run
         };
         match job.as_str() {
             "clean" => run_clean(&run, spec, &output),
@@ -289,7 +285,7 @@ fn run_slices(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
 /// budget checked on the whole job's counts, then a reduce stage (pass 2 over each slice's
 /// key partitions), and the partitions and rejects committed together.
 fn run_clean(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
-    use weibo_etl::clean::job::{self, CleanOptions, CleanReport};
+    use weibo_etl::clean::job::{self, CleanReport};
     use weibo_etl::clean::shuffle::{self, SliceCounts};
     let fs = run.fs;
     let value = |flag: &str| yarn::arg_values(&spec.args, flag).into_iter().next();
@@ -313,20 +309,7 @@ fn run_clean(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
                 .map(String::from)
                 .collect();
             let bytes: u64 = fs.expand_inputs(&inputs)?.iter().map(|f| f.len).sum();
-            let defaults = CleanOptions {
-                inputs: Vec::new(),
-                output: String::new(),
-                date: date.clone(),
-                format: None,
-                skip_corrupt_files: false,
-                default_crawl_ms: 0,
-                max_reject_ratio: budget,
-                spill_dir: None,
-                spill_memory: 0,
-                key_partitions: None,
-                data_page_version: 2,
-            };
-            shuffle::job_key_partitions(&defaults, bytes)
+            job::default_key_partitions(bytes)
         }
     };
     let args = yarn::without_arg(&spec.args, "--key-partitions");
