@@ -361,3 +361,223 @@ fn clean_through_yarn_equals_the_single_machine_run() {
     );
     assert!(!files_under(&there).iter().any(|f| f.starts_with("_yarn")));
 }
+
+/// `load` of one cleaned night on one machine into `ns`: 4 regions, 3 writers.
+fn load_here(clean: &str, ns: &str, night: &str) {
+    ok(run(bin().args([
+        "-q",
+        "--namespace",
+        ns,
+        "load",
+        "--input",
+        clean,
+        "--date",
+        night,
+        "--regions",
+        "4",
+        "--writers",
+        "3",
+    ])));
+}
+
+/// The same through YARN in `tasks` tasks, with `extra` load arguments and `env` for the
+/// submitter; returns its report.
+fn load_on_yarn(
+    dir: &Path,
+    clean: &str,
+    ns: &str,
+    night: &str,
+    tasks: u32,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> serde_json::Value {
+    let file = dir.join(format!("load-{ns}-{night}.json"));
+    let mut cmd = bin();
+    cmd.args(["--namespace", ns, "--report"])
+        .arg(&file)
+        .args(["yarn", "submit", "--submitter", "local", "--tasks"])
+        .arg(tasks.to_string())
+        .args(["--", "load", "--input", clean, "--date", night])
+        .args(["--regions", "4", "--writers", "3"])
+        .args(extra);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    ok(run(&mut cmd));
+    report(&file)
+}
+
+#[test]
+fn load_through_yarn_gives_the_single_runs_tables_night_after_night() {
+    use crate::test_load::assert_same_tables;
+    cluster::ensure_yarn();
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!("{}/it/{}", cluster::HDFS, cluster::namespace("yarn_load"));
+    let nights = ["2026-11-01", "2026-11-02"];
+    let raw = format!("{root}/raw");
+    ok(run(bin().args([
+        "-q", "gen", "--out", &raw, "--nights", "2", "--preset", "tiny", "--date", nights[0],
+    ])));
+    let clean = format!("{root}/clean");
+    for night in nights {
+        ok(run(bin().args([
+            "-q",
+            "clean",
+            "--input",
+            &format!("{raw}/dt={night}"),
+            "--output",
+            &clean,
+            "--date",
+            night,
+        ])));
+    }
+    let single = cluster::Scratch::new("yarn_load_single");
+    let thrift = cluster::Scratch::new("yarn_load_thrift");
+    let bulk = cluster::Scratch::new("yarn_load_hfile");
+    let staging = cluster::staging(&bulk);
+    let handover = cluster::local_handover();
+    let hfile = [
+        "--via",
+        "hfile",
+        "--staging",
+        &staging,
+        "--bulkload-cmd",
+        &handover,
+    ];
+
+    // Night 1: through Thrift in three tasks, and as HFiles in two, on tables the
+    // submitter creates.
+    load_here(&clean, &single, nights[0]);
+    let first = load_on_yarn(dir.path(), &clean, &thrift, nights[0], 3, &[], &[]);
+    load_on_yarn(dir.path(), &clean, &bulk, nights[0], 2, &hfile, &[]);
+    assert_same_tables(&single, &thrift);
+    assert_same_tables(&single, &bulk);
+    assert_eq!(first["slices"].as_array().unwrap().len(), 3, "{first}");
+    let slice_rows: u64 = first["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["load"]["rows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(first["load"]["rows"].as_u64(), Some(slice_rows), "{first}");
+    assert!(slice_rows > 0);
+    assert_eq!(first["load"]["counters_as_of"], nights[0]);
+
+    // Night 2, with slice 1 failed on its first attempt: the counters are those of both
+    // nights, as the single machine's second load leaves them.
+    load_here(&clean, &single, nights[1]);
+    let second = load_on_yarn(
+        dir.path(),
+        &clean,
+        &thrift,
+        nights[1],
+        3,
+        &[],
+        &[("WEIBO_ETL_YARN_FAIL_SLICE", "1")],
+    );
+    load_on_yarn(dir.path(), &clean, &bulk, nights[1], 2, &hfile, &[]);
+    assert_same_tables(&single, &thrift);
+    assert_same_tables(&single, &bulk);
+    assert_eq!(second["load"]["counters_as_of"], nights[1], "{second}");
+    assert_eq!(second["load"]["counters_base"], nights[0], "{second}");
+    // The counter snapshot moved on once, after every slice had loaded.
+    let state = format!("{clean}/_load/state/{thrift}");
+    let files = files_under(&state);
+    assert!(
+        files.contains(&format!("dt={}/_SUCCESS", nights[1])),
+        "{files:?}"
+    );
+    assert!(
+        !files.iter().any(|f| f.starts_with("_tmp")),
+        "nothing staged is left: {files:?}"
+    );
+    assert!(!files_under(&format!("{clean}/_load"))
+        .iter()
+        .any(|f| f.starts_with("_yarn")));
+}
+
+#[test]
+fn cascades_through_yarn_equal_the_single_machine_run() {
+    cluster::ensure_yarn();
+    let dir = tempfile::tempdir().unwrap();
+    let root = format!(
+        "{}/it/{}",
+        cluster::HDFS,
+        cluster::namespace("yarn_cascades")
+    );
+    let clean = clean_on_hdfs(dir.path(), &root);
+    let (here, there) = (format!("{root}/single"), format!("{root}/yarn"));
+    // A small budget, so both runs cut the roots into several partitions, and not alike.
+    let args = |output: &str| -> Vec<String> {
+        [
+            "cascades",
+            "--input",
+            &clean,
+            "--output",
+            output,
+            "--date",
+            DATE,
+            "--memory-budget",
+            "256KiB",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let single_report = dir.path().join("single.json");
+    ok(run(bin()
+        .args(["-q", "--report"])
+        .arg(&single_report)
+        .args(args(&here))));
+    let yarn_report = dir.path().join("yarn.json");
+    ok(run(bin()
+        .args(["--report"])
+        .arg(&yarn_report)
+        .args([
+            "yarn",
+            "submit",
+            "--submitter",
+            "local",
+            "--tasks",
+            "3",
+            "--",
+        ])
+        .args(args(&there))));
+    let (single, yarn) = (report(&single_report), report(&yarn_report));
+
+    let partition = |out: &str, table: &str| format!("{out}/{table}/dt={DATE}");
+    for table in ["cascades", "repost_paths"] {
+        let rows = rows_of(dir.path(), &partition(&here, table));
+        assert!(
+            rows.len() > 20,
+            "too few {table} rows to compare: {}",
+            rows.len()
+        );
+        assert_eq!(
+            rows_of(dir.path(), &partition(&there, table)),
+            rows,
+            "{table}"
+        );
+        let files = files_under(&partition(&there, table));
+        let top: Vec<&String> = files.iter().filter(|f| !f.contains('/')).collect();
+        assert_eq!(top, ["_SUCCESS"], "{files:?}");
+    }
+    assert!(
+        single["cascades"]["partitions"].as_u64().unwrap() > 1,
+        "{single}"
+    );
+    for field in [
+        "rows_read",
+        "reposts",
+        "cascades",
+        "max_depth",
+        "parents_from_markers",
+        "parents_root_not_found",
+        "top",
+    ] {
+        assert_eq!(
+            yarn["cascades"][field], single["cascades"][field],
+            "{field}"
+        );
+    }
+    assert_eq!(yarn["slices"].as_array().unwrap().len(), 3);
+}

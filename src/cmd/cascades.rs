@@ -2,6 +2,7 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
+use weibo_etl::dataset::slice::Slice;
 use weibo_etl::graph::cascades::{self, CascadesOptions};
 use weibo_etl::report::Report;
 
@@ -22,7 +23,11 @@ Output layout:
   <output>/repost_paths/dt=<date>/part-NNNNN.parquet
       mid, uid, root_mid, parent_mid, depth, path
 path lists the uids from the repost back to the root's author (root_uid is empty, and the path
-stops at the first repost, when the root was never crawled).";
+stops at the first repost, when the root was never crawled).
+
+With --partition i/N a run builds the cascades of every N-th hash partition of the roots into
+<table>/dt=<date>/slice=i-of-N/: the N slices hold disjoint cascades, whole, and their union
+is the single run's (how `weibo-etl yarn submit -- cascades` splits the job).";
 
 /// Rebuild repost cascades (trees of reposts under their root post) and each repost's path,
 /// from the cleaned posts and reposts of every night up to --date.
@@ -42,8 +47,12 @@ pub struct Args {
     #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
     /// Largest cascades listed in the report
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = cascades::TOP)]
     top: usize,
+    /// Only the cascades whose root's hash partition is i of N, for splitting the job across
+    /// machines
+    #[arg(long, value_name = "i/N", value_parser = Slice::parse)]
+    partition: Option<Slice>,
     #[command(flatten)]
     parquet: super::ParquetArgs,
 }
@@ -55,6 +64,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         memory_budget: args.memory_budget,
         top: args.top,
         data_page_version: args.parquet.data_page_version,
+        slice: args.partition.unwrap_or(Slice::ALL),
     };
     let outcome = (|| -> Result<_> {
         let clean = ctx.fs.parse(&args.input)?;

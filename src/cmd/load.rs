@@ -2,6 +2,7 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
+use weibo_etl::dataset::slice::Slice;
 use weibo_etl::hbase::admin::Compression;
 use weibo_etl::load::{self, LoadOptions, Table};
 use weibo_etl::report::Report;
@@ -72,15 +73,36 @@ pub struct Args {
     rewrite_counters: bool,
     #[command(flatten)]
     route: super::RouteArgs,
+    /// One slice of the night's units: what a task of `weibo-etl yarn submit -- load` runs
+    /// (the submitter creates the tables and commits the counters; docs/design/yarn.md)
+    #[arg(long, value_name = "i/N", value_parser = Slice::parse, hide = true)]
+    partition: Option<Slice>,
 }
 
-pub fn run(ctx: &Context, args: Args) -> Result<()> {
+/// `load`'s arguments on their own, as `yarn submit -- load <args>` passes them.
+#[derive(clap::Parser, Debug)]
+#[command(name = "load")]
+struct Line {
+    #[command(flatten)]
+    args: Args,
+}
+
+/// The options of the load that `job_args` (the arguments after `load`) describe.
+pub fn options_of(ctx: &Context, job_args: &[String]) -> Result<LoadOptions> {
+    use clap::Parser as _;
+    let line =
+        Line::try_parse_from(std::iter::once("load".to_string()).chain(job_args.iter().cloned()))
+            .map_err(|e| weibo_etl::Error::Usage(format!("load {}: {e}", job_args.join(" "))))?;
+    Ok(options(ctx, line.args))
+}
+
+fn options(ctx: &Context, args: Args) -> LoadOptions {
     let tables = if args.tables.is_empty() {
         Table::ALL.to_vec()
     } else {
         args.tables
     };
-    let options = LoadOptions {
+    LoadOptions {
         regions: args.regions,
         writers: args.writers.max(1),
         batch_bytes: args.batch_bytes.max(1),
@@ -89,12 +111,17 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         checkpoint: args.checkpoint,
         memory_budget: args.memory_budget,
         rewrite_counters: args.rewrite_counters,
+        slice: args.partition,
         ..args.route.apply(ctx.load_options(
             args.input,
             args.date.format("%Y-%m-%d").to_string(),
             tables,
         ))
-    };
+    }
+}
+
+pub fn run(ctx: &Context, args: Args) -> Result<()> {
+    let options = options(ctx, args);
     let mut report = Report::new("load");
     match load::run(&ctx.fs, &options).context("load failed") {
         Ok(r) => {

@@ -21,6 +21,7 @@ Examples:
   weibo-etl yarn submit --tasks 16 --queue etl --memory 4096 -- \\
       friends --input hdfs:///weibo/clean/follows --output hdfs:///weibo/graph --date 2026-11-29 \\
       --memory-budget 3GiB
+  weibo-etl yarn submit --tasks 8 -- load --input hdfs:///weibo/clean --date 2026-11-29
   # on this machine: `weibo-etl cluster up --yarn` first
   weibo-etl yarn submit --tasks 4 -- friends --input hdfs://127.0.0.1:9000/weibo/clean/follows \\
       --output hdfs://127.0.0.1:9000/weibo/graph --date 2026-11-29
@@ -29,7 +30,9 @@ Each task runs `weibo-etl <job> ... --partition i/N` with its output in the task
 folder; a failed attempt is retried by YARN (--max-attempts) and leaves nothing. Once every
 task has committed, each partition is committed into --output with one _SUCCESS beside the
 N slice=i-of-N/ folders (clean: a map and a reduce job, and the parts as one run
-writes them). Jobs that run through YARN: clean, friends.";
+writes them). load has no --output: the submitter creates the tables, the tasks load their
+share of the night's units (Thrift or HFiles), and the counter snapshot moves on once every
+task has. Jobs that run through YARN: cascades, clean, friends, load.";
 
 /// Run jobs on a Hadoop cluster's YARN: one slice of the job per map task
 #[derive(clap::Args, Debug)]
@@ -124,10 +127,11 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
         }
     }
     let spec = TaskSpec::new(job, job_args, args.tasks, env)?;
-    let output = fs.parse(spec.output())?;
+    let output = fs.parse(&spec.home())?;
     if !output.is_hdfs() {
+        let what = if job == "load" { "--input" } else { "--output" };
         return Err(weibo_etl::Error::Usage(format!(
-            "--output {output}: the tasks of a YARN job write to HDFS, not a local folder"
+            "{what} {output}: the tasks of a YARN job work on HDFS, not on a local folder"
         ))
         .into());
     }
@@ -152,6 +156,7 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
         };
         match job.as_str() {
             "clean" => run_clean(&run, spec, &output),
+            "load" => run_load(ctx, &run, spec),
             _ => run_slices(&run, spec, &output),
         }
     })();
@@ -181,6 +186,8 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
                     );
                 }
             }
+            // load's tables were listed as its slices were merged.
+            None if job == "load" => {}
             None => eprintln!("{job}: {merged}"),
         }
         report.set(job, merged);
@@ -272,7 +279,7 @@ fn run_slices(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
     let (submitted, out, slices) = run.stage(&spec, "out")?;
     let committed = commit::promote(run.fs, &out, output, spec.tasks)
         .context("committing the YARN job's output")?;
-    let merged = merge(&spec.job, &slices)?;
+    let merged = merge(&spec.job, &slices, &spec.args)?;
     Ok(Outcome {
         jobs: vec![submitted],
         committed,
@@ -519,6 +526,38 @@ fn upload_binary(fs: &FileSystems, apps: &Location) -> Result<Location> {
     Ok(target)
 }
 
+/// load: the tables created and the staged counter snapshot reset first, one streaming job
+/// of N slices of the night's units, then the snapshot committed from their reports
+/// (`load::slices`). The cells are in HBase once the tasks succeed; nothing is promoted.
+fn run_load(ctx: &Context, run: &Run, spec: TaskSpec) -> Result<Outcome> {
+    use weibo_etl::load::{slices, LoadReport};
+    let options = super::load::options_of(ctx, &spec.args)?;
+    let created = slices::prepare(run.fs, &options).context("preparing the tables")?;
+    if !created.is_empty() {
+        let names: Vec<&str> = created.iter().map(|t| t.name()).collect();
+        eprintln!("created {}:{}", options.namespace, names.join(","));
+    }
+    let (submitted, _, slice_values) = run.stage(&spec, "out")?;
+    let reports = slice_values
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            serde_json::from_value::<LoadReport>(r["load"].clone())
+                .with_context(|| format!("slice {i}'s report has no load section"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let merged = slices::commit(run.fs, &options, &reports).context("committing the load")?;
+    for (table, n) in &merged.rows_by_table {
+        eprintln!("{table:<13} {n:>10} puts");
+    }
+    Ok(Outcome {
+        jobs: vec![submitted],
+        committed: Vec::new(),
+        slices: slice_values,
+        merged: Some(serde_json::to_value(&merged)?),
+    })
+}
+
 /// Every slice's report, from the job's output, in slice order.
 fn slice_reports(fs: &FileSystems, out: &Location, tasks: u32) -> Result<Vec<Value>> {
     (0..tasks)
@@ -538,7 +577,10 @@ fn slice_reports(fs: &FileSystems, out: &Location, tasks: u32) -> Result<Vec<Val
 
 /// The job's figures for the whole run, from its slices' reports; checked where every slice
 /// must agree.
-fn merge(job: &str, slices: &[Value]) -> Result<Option<Value>> {
+fn merge(job: &str, slices: &[Value], args: &[String]) -> Result<Option<Value>> {
+    if job == "cascades" {
+        return merge_cascades(slices, args).map(Some);
+    }
     if job != "friends" {
         return Ok(None);
     }
@@ -577,6 +619,29 @@ fn merge(job: &str, slices: &[Value]) -> Result<Option<Value>> {
     };
     merged.insert("reciprocity".into(), Value::from(reciprocity));
     Ok(Some(Value::Object(merged)))
+}
+
+/// cascades: the slices hold disjoint roots, so their figures add up; the rows read must
+/// agree, and the largest cascades are taken over every slice's.
+fn merge_cascades(slices: &[Value], args: &[String]) -> Result<Value> {
+    use weibo_etl::graph::cascades::CascadesStats;
+    let stats = slices
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::from_value::<CascadesStats>(s["cascades"].clone())
+                .with_context(|| format!("slice {i}'s report has no cascades figures"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let top = match yarn::arg_values(args, "--top").first() {
+        Some(t) => t
+            .parse()
+            .map_err(|_| weibo_etl::Error::Usage(format!("--top {t:?}")))?,
+        None => weibo_etl::graph::cascades::TOP,
+    };
+    let whole = CascadesStats::of_slices(&stats, top)
+        .context("the slices read different inputs (rows read or partitions differ)")?;
+    Ok(serde_json::to_value(whole)?)
 }
 
 /// The map task: reads its slices from stdin (all of it, or Streaming sees a broken pipe),

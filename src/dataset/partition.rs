@@ -17,6 +17,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
+use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location, RandomAccessFile};
 
@@ -266,6 +267,16 @@ impl Staged {
         Staged {
             tmp: parent.join(&format!("_tmp.{name}.{tag}")),
             target: parent.join(name),
+        }
+    }
+
+    /// Stages partition `<table>/<name>` of a job's `slice`: the partition itself for the
+    /// whole job, else its `slice=i-of-N/` sub-folder (dataset::slice).
+    pub fn of_slice(table: &Location, name: &str, slice: Slice, tag: &str) -> Staged {
+        if slice == Slice::ALL {
+            Staged::new(table, name, tag)
+        } else {
+            Staged::new(&table.join(name), &slice.folder(), tag)
         }
     }
 

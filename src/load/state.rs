@@ -149,6 +149,15 @@ impl State {
         Ok(dirs)
     }
 
+    /// The night a run for `date` computes the counters as of: `date`, or the newest night
+    /// already loaded when that is later (a rerun, a late crawl folds into the newest).
+    pub fn as_of(&self, fs: &FileSystems, date: &str) -> Result<String> {
+        Ok(match self.latest(fs)? {
+            Some(s) if s.as_of.as_str() > date => s.as_of,
+            _ => date.to_string(),
+        })
+    }
+
     /// The snapshot a run as of `as_of` stages; `resume` keeps the partitions a previous
     /// attempt of the same run already wrote.
     pub fn next(&self, fs: &FileSystems, as_of: &str, resume: bool) -> Result<Next> {

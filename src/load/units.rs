@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
-use super::{Router, Unit};
+use super::writers::{Router, Unit};
 
 /// Bits of an emission number: the unit, the put within it, and the cell within the put.
 const UNIT_BITS: u32 = 20;
@@ -192,7 +192,7 @@ mod tests {
         let received = std::thread::spawn(move || {
             let mut all = Vec::new();
             for msg in rx {
-                if let super::super::Msg::Rows(puts) = msg {
+                if let super::super::writers::Msg::Rows(puts) = msg {
                     all.extend(puts.into_iter().map(|p| (p.seq, p.put.key)));
                 }
             }

@@ -22,7 +22,10 @@ use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 
 /// The jobs that can run as slices through YARN.
-pub const SLICEABLE: &[&str] = &["clean", "friends"];
+pub const SLICEABLE: &[&str] = &["cascades", "clean", "friends", "load"];
+
+/// Where `load`'s bookkeeping lives under its `--input` (it writes tables, not Parquet).
+pub const LOAD_HOME: &str = "_load";
 
 /// Where, in the job's output, the per-slice reports go (hidden from readers).
 pub const REPORTS: &str = "_reports";
@@ -78,7 +81,10 @@ impl TaskSpec {
         if tasks == 0 {
             return Err(Error::Usage("--tasks must be at least 1".into()));
         }
-        for taken in ["--partition", "--load", "--map", "--reduce", "--shuffle"] {
+        // load's slices keep manifests of their own beside the default one.
+        let checkpoint = (job == "load").then_some("--checkpoint");
+        let taken = ["--partition", "--load", "--map", "--reduce", "--shuffle"];
+        for taken in taken.into_iter().chain(checkpoint) {
             if args
                 .iter()
                 .any(|a| a == taken || a.starts_with(&format!("{taken}=")))
@@ -87,13 +93,21 @@ impl TaskSpec {
                     "{job} {taken}: not through YARN ({})",
                     if taken == "--load" {
                         "the tasks write Parquet only; load the committed output afterwards"
+                    } else if taken == "--checkpoint" {
+                        "each slice keeps its manifest beside the default one"
                     } else {
                         "each task is given its own slice of --tasks"
                     }
                 )));
             }
         }
-        if output_arg(args).is_none() {
+        if job == "load" {
+            if arg_values(args, "--input").is_empty() {
+                return Err(Error::Usage(
+                    "load through YARN needs its --input (the clean root)".into(),
+                ));
+            }
+        } else if output_arg(args).is_none() {
             return Err(Error::Usage(format!(
                 "{job} through YARN needs its --output (the committed partitions go there)"
             )));
@@ -107,15 +121,23 @@ impl TaskSpec {
         })
     }
 
-    /// The job's `--output`.
-    pub fn output(&self) -> &str {
-        output_arg(&self.args).expect("checked by TaskSpec::new")
+    /// Where the job's results are committed, and the submission stages beside them: the
+    /// job's `--output`, or for `load` (whose results are cells) `<input>/_load`.
+    pub fn home(&self) -> String {
+        match output_arg(&self.args) {
+            Some(output) if self.job != "load" => output.to_string(),
+            _ => {
+                let input = arg_values(&self.args, "--input")[0];
+                format!("{}/{LOAD_HOME}", input.trim_end_matches('/'))
+            }
+        }
     }
 
     /// The command line of one slice (after the binary): its report, the job, its
     /// arguments with `--output` moved to `output`, and `--partition`.
     pub fn slice_args(&self, slice: Slice, output: &str, report: &str) -> Vec<String> {
         let mut argv = vec!["--report".to_string(), report.to_string(), self.job.clone()];
+        // load has no --output: its slices write cells, and their reports.
         argv.extend(with_output(&self.args, output));
         let slice = slice.to_string();
         match &self.stage {
@@ -261,7 +283,7 @@ mod tests {
             "2026-11-29",
         ]);
         let spec = TaskSpec::new("friends", &args, 4, BTreeMap::new()).unwrap();
-        assert_eq!(spec.output(), "hdfs:///g");
+        assert_eq!(spec.home(), "hdfs:///g");
         let slice = Slice::parse("1/4").unwrap();
         assert_eq!(
             spec.slice_args(slice, "hdfs:///t/attempt", "hdfs:///t/attempt/r.json"),
@@ -333,6 +355,26 @@ mod tests {
             TaskSpec::new("friends", &strings(&["--input", "in"]), 2, BTreeMap::new()).is_err()
         );
         assert!(TaskSpec::new("friends", &with(&[]), 0, BTreeMap::new()).is_err());
+        let load = strings(&["--input", "hdfs:///c/", "--date", "2026-11-29"]);
+        let spec = TaskSpec::new("load", &load, 2, BTreeMap::new()).unwrap();
+        assert_eq!(spec.home(), "hdfs:///c/_load");
+        let argv = spec.slice_args(Slice::parse("1/2").unwrap(), "t", "r");
+        assert_eq!(
+            argv[2..],
+            strings(&[
+                "load",
+                "--input",
+                "hdfs:///c/",
+                "--date",
+                "2026-11-29",
+                "--partition",
+                "1/2"
+            ])
+        );
+        let mut own = load.clone();
+        own.extend(strings(&["--checkpoint", "x.json"]));
+        assert!(TaskSpec::new("load", &own, 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("load", &load[2..], 2, BTreeMap::new()).is_err());
     }
 
     #[test]

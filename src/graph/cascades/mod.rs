@@ -28,16 +28,20 @@ use arrow::array::{
 use parquet::arrow::arrow_reader::RowSelection;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dataset::cascades::{cascades_schema, paths_schema, CASCADES_TABLE, PATHS_TABLE};
 use crate::dataset::columns;
 use crate::dataset::partition::{self, OpenedParquet, Staged};
+use crate::dataset::slice::Slice;
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
 pub use chain::first_marker;
 pub use tree::{build, Cascade, Placed, Repost, Source};
+
+/// Cascades the report lists unless told otherwise.
+pub const TOP: usize = 10;
 
 #[derive(Clone, Debug)]
 pub struct CascadesOptions {
@@ -47,10 +51,13 @@ pub struct CascadesOptions {
     /// Cascades listed in the report, largest first.
     pub top: usize,
     pub data_page_version: u8,
+    /// The roots of one slice (`--partition i/N`): every N-th hash partition, written under
+    /// `slice=i-of-N/`; [`Slice::ALL`] for the whole job.
+    pub slice: Slice,
 }
 
 /// One of the largest cascades, for the report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopCascade {
     pub root_mid: i64,
     pub root_uid: Option<i64>,
@@ -59,7 +66,7 @@ pub struct TopCascade {
 }
 
 /// What a run read and built.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CascadesStats {
     /// Post and repost rows read (every night's, so a mid crawled twice counts twice).
     pub rows_read: u64,
@@ -96,6 +103,26 @@ impl CascadesStats {
         self.parents_root_not_found += o.parents_root_not_found;
         self.max_depth = self.max_depth.max(o.max_depth);
         self.top.extend(o.top.iter().cloned());
+    }
+}
+
+impl CascadesStats {
+    /// The whole job's figures from its slices': every slice reads every row and holds
+    /// disjoint roots, so the rows read must agree and the rest adds up; the top `top`
+    /// cascades are taken over all of the slices' lists. `None` when the slices disagree.
+    pub fn of_slices(slices: &[CascadesStats], top: usize) -> Option<CascadesStats> {
+        let first = slices.first()?;
+        let mut whole = CascadesStats::default();
+        for s in slices {
+            if (s.rows_read, s.partitions) != (first.rows_read, first.partitions) {
+                return None;
+            }
+            whole.add(s);
+        }
+        whole.rows_read = first.rows_read;
+        whole.partitions = first.partitions;
+        keep_top(&mut whole.top, top);
+        Some(whole)
     }
 }
 
@@ -177,21 +204,29 @@ pub fn run(
         repost_rows += file.non_null_rows("retweet_mid");
     }
     let threads = rayon::current_num_threads().max(1);
-    let n = partitions(rows, repost_rows, options.memory_budget, threads);
+    let slice = options.slice;
+    let n = if slice == Slice::ALL {
+        partitions(rows, repost_rows, options.memory_budget, threads)
+    } else {
+        // The slices must cut the roots alike whatever threads their nodes have: each takes
+        // as many partitions as one thread would need, so each is 1/N of what fits.
+        slice.count * partitions(rows, repost_rows, options.memory_budget, 1)
+    };
+    let mine: Vec<u32> = (0..n).filter(|p| p % slice.count == slice.index).collect();
     inputs.repost_rows = repost_rows;
     log::info!("cascades: {rows} post and repost rows ({repost_rows} reposts) in {n} partitions");
 
     let dt = format!("dt={}", options.date);
     let tag = partition::run_tag();
     let staged = [
-        Staged::new(&output.join(CASCADES_TABLE), &dt, &tag),
-        Staged::new(&output.join(PATHS_TABLE), &dt, &tag),
+        Staged::of_slice(&output.join(CASCADES_TABLE), &dt, slice, &tag),
+        Staged::of_slice(&output.join(PATHS_TABLE), &dt, slice, &tag),
     ];
     let result = (|| {
-        let bar = crate::progress::count(u64::from(n), "cascades");
-        let parts: Vec<CascadesStats> = (0..n)
-            .into_par_iter()
-            .map(|p| {
+        let bar = crate::progress::count(mine.len() as u64, "cascades");
+        let parts: Vec<CascadesStats> = mine
+            .par_iter()
+            .map(|&p| {
                 let built = partition_of(fs, &inputs, p, n, options.top)?;
                 write_part(fs, &staged, p, &built, options.data_page_version)?;
                 bar.inc(1);
@@ -208,7 +243,7 @@ pub fn run(
             stats.add(part);
         }
         // Every partition reads every row: report the input once.
-        stats.rows_read /= u64::from(n);
+        stats.rows_read /= mine.len().max(1) as u64;
         keep_top(&mut stats.top, options.top);
         Ok(stats)
     })();

@@ -45,14 +45,7 @@ impl FriendsWriter {
         use parquet::schema::types::ColumnPath;
         let dt = format!("dt={date}");
         let tag = partition::run_tag();
-        let stage = |table: &str| {
-            let parent = output.join(table);
-            if slice == Slice::ALL {
-                Staged::new(&parent, &dt, &tag)
-            } else {
-                Staged::new(&parent.join(&dt), &slice.folder(), &tag)
-            }
-        };
+        let stage = |table: &str| Staged::of_slice(&output.join(table), &dt, slice, &tag);
         let staged = vec![stage(PAIRS_TABLE), stage(COUNTS_TABLE)];
         // Ids and times are nearly all distinct: dictionary encoding would only cost. The
         // leading ids arrive in ascending runs and friend counts are small, so both are

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
@@ -15,7 +15,7 @@ use crate::load::layout::Table;
 pub const MAX_FILES_PER_REGION: usize = 32;
 
 /// What the hand-over did.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct HandOver {
     pub tables: usize,
     pub files: usize,
