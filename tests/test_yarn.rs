@@ -496,38 +496,23 @@ fn load_through_yarn_gives_the_single_runs_tables_night_after_night() {
         .any(|f| f.starts_with("_yarn")));
 }
 
-#[test]
-fn cascades_through_yarn_equal_the_single_machine_run() {
-    cluster::ensure_yarn();
+/// Runs a graph job (`job` and its arguments, given the clean root and the output) on one
+/// machine and through YARN in three tasks, and checks that every table's partition holds
+/// the same rows, under one `_SUCCESS`; returns both reports.
+fn sliced_against_single(
+    name: &str,
+    tables: &[&str],
+    args: &dyn Fn(&str, &str) -> Vec<String>,
+) -> (serde_json::Value, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
-    let root = format!(
-        "{}/it/{}",
-        cluster::HDFS,
-        cluster::namespace("yarn_cascades")
-    );
+    let root = format!("{}/it/{}", cluster::HDFS, cluster::namespace(name));
     let clean = clean_on_hdfs(dir.path(), &root);
     let (here, there) = (format!("{root}/single"), format!("{root}/yarn"));
-    // A small budget, so both runs cut the roots into several partitions, and not alike.
-    let args = |output: &str| -> Vec<String> {
-        [
-            "cascades",
-            "--input",
-            &clean,
-            "--output",
-            output,
-            "--date",
-            DATE,
-            "--memory-budget",
-            "256KiB",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
     let single_report = dir.path().join("single.json");
     ok(run(bin()
         .args(["-q", "--report"])
         .arg(&single_report)
-        .args(args(&here))));
+        .args(args(&clean, &here))));
     let yarn_report = dir.path().join("yarn.json");
     ok(run(bin()
         .args(["--report"])
@@ -541,11 +526,9 @@ fn cascades_through_yarn_equal_the_single_machine_run() {
             "3",
             "--",
         ])
-        .args(args(&there))));
-    let (single, yarn) = (report(&single_report), report(&yarn_report));
-
+        .args(args(&clean, &there))));
     let partition = |out: &str, table: &str| format!("{out}/{table}/dt={DATE}");
-    for table in ["cascades", "repost_paths"] {
+    for table in tables {
         let rows = rows_of(dir.path(), &partition(&here, table));
         assert!(
             rows.len() > 20,
@@ -561,6 +544,39 @@ fn cascades_through_yarn_equal_the_single_machine_run() {
         let top: Vec<&String> = files.iter().filter(|f| !f.contains('/')).collect();
         assert_eq!(top, ["_SUCCESS"], "{files:?}");
     }
+    let yarn = report(&yarn_report);
+    assert_eq!(yarn["slices"].as_array().unwrap().len(), 3);
+    (report(&single_report), yarn)
+}
+
+/// The job's arguments over `clean` into `output`, with a budget small enough that both
+/// runs cut their work into several partitions, and not alike.
+fn graph_args(job: &str, clean: &str, output: &str, more: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        job,
+        "--input",
+        clean,
+        "--output",
+        output,
+        "--date",
+        DATE,
+        "--memory-budget",
+        "256KiB",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(more.iter().map(|s| s.to_string()));
+    args
+}
+
+#[test]
+fn cascades_through_yarn_equal_the_single_machine_run() {
+    cluster::ensure_yarn();
+    let (single, yarn) = sliced_against_single(
+        "yarn_cascades",
+        &["cascades", "repost_paths"],
+        &|clean, out| graph_args("cascades", clean, out, &[]),
+    );
     assert!(
         single["cascades"]["partitions"].as_u64().unwrap() > 1,
         "{single}"
@@ -579,5 +595,40 @@ fn cascades_through_yarn_equal_the_single_machine_run() {
             "{field}"
         );
     }
-    assert_eq!(yarn["slices"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn inbox_through_yarn_equals_the_single_machine_run() {
+    cluster::ensure_yarn();
+    // A low threshold, so some authors are celebrities and both tables have rows.
+    let (single, yarn) = sliced_against_single(
+        "yarn_inbox",
+        &["inbox", "inbox_celebrities"],
+        &|clean, out| {
+            graph_args(
+                "inbox",
+                clean,
+                out,
+                &["--k", "3", "--celebrity-threshold", "4"],
+            )
+        },
+    );
+    let (s, y) = (&single["inbox"], &yarn["inbox"]);
+    assert!(s["partitions"].as_u64().unwrap() > 1, "{single}");
+    assert!(s["celebrities_skipped"].as_u64().unwrap() > 0, "{single}");
+    for field in [
+        "follow_rows",
+        "post_rows",
+        "edges",
+        "edges_fanned_out",
+        "edges_to_celebrities",
+        "edges_without_posts",
+        "posts",
+        "posts_deleted",
+        "entries",
+        "celebrities_skipped",
+        "k",
+    ] {
+        assert_eq!(y[field], s[field], "{field}");
+    }
 }

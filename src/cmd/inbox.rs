@@ -4,6 +4,7 @@
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::dataset::partition;
+use weibo_etl::dataset::slice::Slice;
 use weibo_etl::graph::inbox::{self, InboxOptions, InboxStats};
 use weibo_etl::hbase::admin::Admin;
 use weibo_etl::hbase::{Connection, Put};
@@ -30,7 +31,11 @@ Output layout:
   <output>/inbox_celebrities/dt=<date>/part-NNNNN.parquet
       uid, fans
 With --load, the inbox table: row hash(uid)+uid; f:<followee> = the post's rowkey, one version
-per post at its time (VERSIONS = K); c:<celebrity followed> = its fan count.";
+per post at its time (VERSIONS = K); c:<celebrity followed> = its fan count.
+
+With --partition i/N a run builds the feeds of every N-th hash partition of the authors into
+<table>/dt=<date>/slice=i-of-N/: the N slices hold disjoint authors, whole, and their union
+is the single run's rows (how `weibo-etl yarn submit -- inbox` splits the job).";
 
 /// Materialise home feeds: for every follow edge, the newest K posts of the followee, from the
 /// cleaned follows and posts of every night up to --date.
@@ -56,6 +61,10 @@ pub struct Args {
     /// partitions
     #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
+    /// Only the feeds of the authors whose hash partition is i of N, for splitting the job
+    /// across machines (Parquet only: not with --load)
+    #[arg(long, value_name = "i/N", value_parser = Slice::parse, conflicts_with = "load")]
+    partition: Option<Slice>,
     /// Also write the feeds into HBase's inbox table
     #[arg(long)]
     load: bool,
@@ -77,6 +86,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         celebrity_threshold: args.celebrity_threshold,
         memory_budget: args.memory_budget,
         data_page_version: args.parquet.data_page_version,
+        slice: args.partition.unwrap_or(Slice::ALL),
     };
     let outcome = (|| -> Result<(InboxStats, Option<load::LoadReport>)> {
         let clean = ctx.fs.parse(&args.input)?;

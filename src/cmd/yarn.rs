@@ -32,7 +32,7 @@ task has committed, each partition is committed into --output with one _SUCCESS 
 N slice=i-of-N/ folders (clean: a map and a reduce job, and the parts as one run
 writes them). load has no --output: the submitter creates the tables, the tasks load their
 share of the night's units (Thrift or HFiles), and the counter snapshot moves on once every
-task has. Jobs that run through YARN: cascades, clean, friends, load.";
+task has. Jobs that run through YARN: cascades, clean, friends, inbox, load.";
 
 /// Run jobs on a Hadoop cluster's YARN: one slice of the job per map task
 #[derive(clap::Args, Debug)]
@@ -581,6 +581,9 @@ fn merge(job: &str, slices: &[Value], args: &[String]) -> Result<Option<Value>> 
     if job == "cascades" {
         return merge_cascades(slices, args).map(Some);
     }
+    if job == "inbox" {
+        return merge_inbox(slices).map(Some);
+    }
     if job != "friends" {
         return Ok(None);
     }
@@ -641,6 +644,23 @@ fn merge_cascades(slices: &[Value], args: &[String]) -> Result<Value> {
     };
     let whole = CascadesStats::of_slices(&stats, top)
         .context("the slices read different inputs (rows read or partitions differ)")?;
+    Ok(serde_json::to_value(whole)?)
+}
+
+/// inbox: the slices hold disjoint authors, so their figures add up; the rows read and the
+/// settings must agree.
+fn merge_inbox(slices: &[Value]) -> Result<Value> {
+    use weibo_etl::graph::inbox::InboxStats;
+    let stats = slices
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::from_value::<InboxStats>(s["inbox"].clone())
+                .with_context(|| format!("slice {i}'s report has no inbox figures"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let whole = InboxStats::of_slices(&stats)
+        .context("the slices read different inputs (rows read, partitions or K differ)")?;
     Ok(serde_json::to_value(whole)?)
 }
 

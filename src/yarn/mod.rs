@@ -22,7 +22,7 @@ use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 
 /// The jobs that can run as slices through YARN.
-pub const SLICEABLE: &[&str] = &["cascades", "clean", "friends", "load"];
+pub const SLICEABLE: &[&str] = &["cascades", "clean", "friends", "inbox", "load"];
 
 /// Where `load`'s bookkeeping lives under its `--input` (it writes tables, not Parquet).
 pub const LOAD_HOME: &str = "_load";

@@ -14,6 +14,10 @@
 //! reads every file once (rows routed to their partitions), is built in parallel, written as
 //! the part files of their numbers, then handed to the caller in partition order.
 //!
+//! A slice (`--partition i/N`) builds every N-th partition of the authors, cut as if by one
+//! thread so every slice cuts alike, into `slice=i-of-N/` of each table: the slices hold
+//! disjoint authors, whole, and their union is the single run's rows.
+//!
 //! Invariants: every edge of a fanned-out author gets exactly min(K, its posts) entries, with
 //! strictly decreasing versions ([`feed::versions`]); every edge of a celebrity is reported
 //! once as a celebrity edge; both tables are committed together, or neither is.
@@ -26,11 +30,12 @@ use std::sync::{Arc, Mutex};
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dataset::columns;
 use crate::dataset::inbox::{celebrities_schema, inbox_schema, CELEBRITIES_TABLE, INBOX_TABLE};
 use crate::dataset::partition::{self, Staged};
+use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
@@ -45,10 +50,13 @@ pub struct InboxOptions {
     pub celebrity_threshold: u64,
     pub memory_budget: u64,
     pub data_page_version: u8,
+    /// The authors of one slice (`--partition i/N`): every N-th hash partition, written under
+    /// `slice=i-of-N/`; [`Slice::ALL`] for the whole job.
+    pub slice: Slice,
 }
 
 /// What a run read and wrote.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InboxStats {
     /// Follow and post rows read (every night's, so a record crawled twice counts twice).
     pub follow_rows: u64,
@@ -83,6 +91,37 @@ impl InboxStats {
         self.posts_deleted += o.posts_deleted;
         self.entries += o.entries;
         self.celebrities_skipped += o.celebrities_skipped;
+    }
+
+    /// The whole job's figures from its slices': every slice reads every row and holds
+    /// disjoint authors, so the rows read and the settings must agree and the rest adds up.
+    /// `None` when the slices disagree.
+    pub fn of_slices(slices: &[InboxStats]) -> Option<InboxStats> {
+        let first = slices.first()?;
+        let same = |s: &InboxStats| {
+            (
+                s.follow_rows,
+                s.post_rows,
+                s.partitions,
+                s.k,
+                s.celebrity_threshold,
+            )
+        };
+        let mut whole = InboxStats {
+            follow_rows: first.follow_rows,
+            post_rows: first.post_rows,
+            partitions: first.partitions,
+            k: first.k,
+            celebrity_threshold: first.celebrity_threshold,
+            ..InboxStats::default()
+        };
+        for s in slices {
+            if same(s) != same(first) {
+                return None;
+            }
+            whole.add(s);
+        }
+        Some(whole)
     }
 }
 
@@ -151,15 +190,22 @@ pub fn run(
     let follow_rows = partition::parquet_rows(fs, inputs.follows.iter().flatten())?;
     let post_rows = partition::parquet_rows(fs, inputs.posts.iter().flatten())?;
     let threads = rayon::current_num_threads().max(1);
-    let n = partitions(follow_rows, post_rows, options.memory_budget, threads);
+    let slice = options.slice;
+    let n = if slice == Slice::ALL {
+        partitions(follow_rows, post_rows, options.memory_budget, threads)
+    } else {
+        // The slices must cut the authors alike whatever threads their nodes have.
+        slice.count * partitions(follow_rows, post_rows, options.memory_budget, 1)
+    };
+    let mine: Vec<u32> = (0..n).filter(|p| p % slice.count == slice.index).collect();
     inputs.follow_rows = follow_rows;
     log::info!("inbox: {follow_rows} follow and {post_rows} post rows in {n} partitions");
 
     let dt = format!("dt={}", options.date);
     let tag = partition::run_tag();
     let staged = [
-        Staged::new(&output.join(INBOX_TABLE), &dt, &tag),
-        Staged::new(&output.join(CELEBRITIES_TABLE), &dt, &tag),
+        Staged::of_slice(&output.join(INBOX_TABLE), &dt, slice, &tag),
+        Staged::of_slice(&output.join(CELEBRITIES_TABLE), &dt, slice, &tag),
     ];
     let result = (|| {
         let mut stats = InboxStats {
@@ -168,9 +214,8 @@ pub fn run(
             k: options.k as u64,
             ..InboxStats::default()
         };
-        let bar = crate::progress::count(u64::from(n), "inbox");
-        let all: Vec<u32> = (0..n).collect();
-        for round in all.chunks(threads) {
+        let bar = crate::progress::count(mine.len() as u64, "inbox");
+        for round in mine.chunks(threads) {
             let (read, rows) = read_round(fs, &inputs, round, n)?;
             (stats.follow_rows, stats.post_rows) = rows;
             let built: Vec<Built> = round
@@ -488,6 +533,34 @@ impl EntryColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slices_add_up_and_must_agree_on_what_they_read() {
+        let slice = |edges, entries| InboxStats {
+            follow_rows: 100,
+            post_rows: 40,
+            edges,
+            entries,
+            celebrities_skipped: 1,
+            k: 3,
+            celebrity_threshold: 4,
+            partitions: 6,
+            ..InboxStats::default()
+        };
+        let whole = InboxStats::of_slices(&[slice(10, 20), slice(5, 7)]).unwrap();
+        assert_eq!(
+            (whole.edges, whole.entries, whole.celebrities_skipped),
+            (15, 27, 2)
+        );
+        assert_eq!((whole.follow_rows, whole.post_rows, whole.k), (100, 40, 3));
+        assert_eq!(whole.partitions, 6);
+        let other = InboxStats {
+            post_rows: 41,
+            ..slice(1, 1)
+        };
+        assert_eq!(InboxStats::of_slices(&[slice(1, 1), other]), None);
+        assert_eq!(InboxStats::of_slices(&[]), None);
+    }
 
     #[test]
     fn partitions_fit_the_budget_in_full_rounds() {
