@@ -496,18 +496,30 @@ fn load_through_yarn_gives_the_single_runs_tables_night_after_night() {
         .any(|f| f.starts_with("_yarn")));
 }
 
+/// How a YARN job's partitions are laid out: as its slices (`slice=i-of-N/` folders under
+/// one `_SUCCESS`), or as one run writes them (the slices merged by the submitter).
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    Slices,
+    Merged,
+}
+
 /// Runs a graph job (`job` and its arguments, given the clean root and the output) on one
 /// machine and through YARN in three tasks, and checks that every table's partition holds
-/// the same rows, under one `_SUCCESS`; returns both reports.
+/// the same rows, committed, in `layout`; returns both reports. `prepare` is given the
+/// clean root and both outputs before either run.
 fn sliced_against_single(
     name: &str,
     tables: &[&str],
+    layout: Layout,
+    prepare: &dyn Fn(&str, &[&str]),
     args: &dyn Fn(&str, &str) -> Vec<String>,
 ) -> (serde_json::Value, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let root = format!("{}/it/{}", cluster::HDFS, cluster::namespace(name));
     let clean = clean_on_hdfs(dir.path(), &root);
     let (here, there) = (format!("{root}/single"), format!("{root}/yarn"));
+    prepare(&clean, &[&here, &there]);
     let single_report = dir.path().join("single.json");
     ok(run(bin()
         .args(["-q", "--report"])
@@ -542,7 +554,10 @@ fn sliced_against_single(
         );
         let files = files_under(&partition(&there, table));
         let top: Vec<&String> = files.iter().filter(|f| !f.contains('/')).collect();
-        assert_eq!(top, ["_SUCCESS"], "{files:?}");
+        match layout {
+            Layout::Slices => assert_eq!(top, ["_SUCCESS"], "{files:?}"),
+            Layout::Merged => assert_eq!(files, ["_SUCCESS", "part-00000.parquet"]),
+        }
     }
     let yarn = report(&yarn_report);
     assert_eq!(yarn["slices"].as_array().unwrap().len(), 3);
@@ -575,6 +590,8 @@ fn cascades_through_yarn_equal_the_single_machine_run() {
     let (single, yarn) = sliced_against_single(
         "yarn_cascades",
         &["cascades", "repost_paths"],
+        Layout::Slices,
+        &|_, _| {},
         &|clean, out| graph_args("cascades", clean, out, &[]),
     );
     assert!(
@@ -604,6 +621,8 @@ fn inbox_through_yarn_equals_the_single_machine_run() {
     let (single, yarn) = sliced_against_single(
         "yarn_inbox",
         &["inbox", "inbox_celebrities"],
+        Layout::Slices,
+        &|_, _| {},
         &|clean, out| {
             graph_args(
                 "inbox",
@@ -628,6 +647,41 @@ fn inbox_through_yarn_equals_the_single_machine_run() {
         "entries",
         "celebrities_skipped",
         "k",
+    ] {
+        assert_eq!(y[field], s[field], "{field}");
+    }
+}
+
+#[test]
+fn rank_through_yarn_equals_the_single_machine_run() {
+    cluster::ensure_yarn();
+    // The friends metric reads the friends output of the date from --output (the default of
+    // --friends), which the tasks must get although their own --output is elsewhere.
+    let friends = |clean: &str, outputs: &[&str]| {
+        for out in outputs {
+            ok(run(bin()
+                .args(["-q", "friends", "--input"])
+                .arg(format!("{clean}/follows"))
+                .args(["--output", out, "--date", DATE])));
+        }
+    };
+    let (single, yarn) = sliced_against_single(
+        "yarn_rank",
+        &["rank"],
+        Layout::Merged,
+        &friends,
+        &|clean, out| graph_args("rank", clean, out, &["--top", "25"]),
+    );
+    let (s, y) = (&single["rank"], &yarn["rank"]);
+    assert!(s["partitions"].as_u64().unwrap() > 1, "{single}");
+    let ranked = s["users_ranked"].as_array().unwrap();
+    assert_eq!(ranked.len(), 6, "every metric: {single}");
+    for field in [
+        "follow_rows",
+        "post_rows",
+        "comment_rows",
+        "friend_count_rows",
+        "users_ranked",
     ] {
         assert_eq!(y[field], s[field], "{field}");
     }

@@ -3,7 +3,9 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
+use weibo_etl::dataset::slice::Slice;
 use weibo_etl::graph::rank::{self, Inputs, Metric, RankOptions};
+use weibo_etl::hdfs::{FileSystems, Location};
 use weibo_etl::load::layout::{cell, keys, Table};
 use weibo_etl::load::{self, LoadOptions};
 use weibo_etl::report::Report;
@@ -30,7 +32,11 @@ Only users with a value above 0 are ranked; ties go to the smaller uid.
 Output layout:
   <output>/rank/dt=<date>/part-00000.parquet   metric, rank, id, value; by metric, then rank
 With --load, the rank table: row <metric>:<yyyymmdd>:<rank, 6 digits>, r:id, r:value, r:of
-(the board's length).";
+(the board's length).
+
+With --partition i/N a run ranks the users of every N-th hash partition of the uids into
+rank/dt=<date>/slice=i-of-N/: the top N of the N slices' boards is the whole job's (how
+`weibo-etl yarn submit -- rank` splits the job, and then writes the merged boards).";
 
 /// Build the day's top-N leaderboards per metric from the cleaned tables (every night up to
 /// --date) and the friends output of --date.
@@ -47,7 +53,7 @@ pub struct Args {
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
     /// Users per board
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=999_999))]
+    #[arg(long, default_value_t = rank::TOP as u32, value_parser = clap::value_parser!(u32).range(1..=999_999))]
     top: u32,
     /// A metric to rank (repeatable) [default: all]
     #[arg(long = "metric", value_name = "METRIC")]
@@ -58,6 +64,10 @@ pub struct Args {
     /// Memory for the per-user values; above it the uids are cut into more partitions
     #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
+    /// Only the users whose hash partition is i of N, for splitting the job across machines
+    /// (their own boards; not with --load)
+    #[arg(long, value_name = "i/N", value_parser = Slice::parse, conflicts_with = "load")]
+    partition: Option<Slice>,
     /// Also write the boards into HBase's rank table
     #[arg(long)]
     load: bool,
@@ -77,17 +87,14 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         let friends = ctx
             .fs
             .parse(args.friends.as_deref().unwrap_or(&args.output))?;
-        let metrics = if args.metrics.is_empty() {
-            Metric::ALL.to_vec()
-        } else {
-            args.metrics.clone()
-        };
+        let metrics = metrics_of(&args);
         let inputs = Inputs::find(&ctx.fs, &clean, Some(&friends), &date, &metrics)?;
         let options = RankOptions {
             date: date.clone(),
             top: args.top as usize,
             metrics,
             memory_budget: args.memory_budget,
+            slice: args.partition.unwrap_or(Slice::ALL),
         };
         let ranking = rank::run(&ctx.fs, &inputs, &options).context("ranking")?;
         // Parquet first, committed; HBase after, so a failed load leaves the committed boards
@@ -96,6 +103,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             &ctx.fs,
             &output,
             &date,
+            options.slice,
             args.parquet.data_page_version,
             &ranking.boards,
         )
@@ -134,6 +142,69 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     report.set("rank", &ranking.stats);
     report.set("output", target);
     ctx.finish_report(&report, None)
+}
+
+fn metrics_of(args: &Args) -> Vec<Metric> {
+    if args.metrics.is_empty() {
+        Metric::ALL.to_vec()
+    } else {
+        args.metrics.clone()
+    }
+}
+
+/// `rank`'s arguments on their own, as `yarn submit -- rank <args>` passes them.
+#[derive(clap::Parser, Debug)]
+#[command(name = "rank")]
+struct Line {
+    #[command(flatten)]
+    args: Args,
+}
+
+/// The whole job's boards from the `tasks` slices that a YARN job of `rank <job_args>` wrote
+/// under `job_output`, written into the job's `--output` and committed; returns the
+/// committed partition.
+pub fn commit_slices(
+    fs: &FileSystems,
+    job_args: &[String],
+    job_output: &Location,
+    tasks: u32,
+) -> Result<Location> {
+    use clap::Parser as _;
+    let line =
+        Line::try_parse_from(std::iter::once("rank".to_string()).chain(job_args.iter().cloned()))
+            .map_err(|e| weibo_etl::Error::Usage(format!("rank {}: {e}", job_args.join(" "))))?;
+    let args = line.args;
+    let date = args.date.format("%Y-%m-%d").to_string();
+    let dir = job_output
+        .join(weibo_etl::dataset::rank::TABLE)
+        .join(&format!("dt={date}"));
+    let slices = (0..tasks)
+        .map(|index| {
+            let slice = Slice {
+                index,
+                count: tasks,
+            };
+            // One task is the whole job, written as a single run writes it.
+            let at = if tasks == 1 {
+                dir.clone()
+            } else {
+                dir.join(&slice.folder())
+            };
+            rank::read_boards(fs, &at).with_context(|| format!("the boards of slice {slice}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let boards = rank::merge_boards(&slices, &metrics_of(&args), args.top as usize);
+    let output = fs.parse(&args.output)?;
+    let target = rank::write(
+        fs,
+        &output,
+        &date,
+        Slice::ALL,
+        args.parquet.data_page_version,
+        &boards,
+    )
+    .context("writing the merged boards")?;
+    Ok(target)
 }
 
 /// Writes every board into the rank table: one row per rank.

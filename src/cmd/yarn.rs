@@ -32,7 +32,7 @@ task has committed, each partition is committed into --output with one _SUCCESS 
 N slice=i-of-N/ folders (clean: a map and a reduce job, and the parts as one run
 writes them). load has no --output: the submitter creates the tables, the tasks load their
 share of the night's units (Thrift or HFiles), and the counter snapshot moves on once every
-task has. Jobs that run through YARN: cascades, clean, friends, inbox, load.";
+task has. Jobs that run through YARN: cascades, clean, friends, inbox, load, rank.";
 
 /// Run jobs on a Hadoop cluster's YARN: one slice of the job per map task
 #[derive(clap::Args, Debug)]
@@ -157,6 +157,7 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
         match job.as_str() {
             "clean" => run_clean(&run, spec, &output),
             "load" => run_load(ctx, &run, spec),
+            "rank" => run_rank(&run, spec),
             _ => run_slices(&run, spec, &output),
         }
     })();
@@ -283,6 +284,21 @@ fn run_slices(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
     Ok(Outcome {
         jobs: vec![submitted],
         committed,
+        slices,
+        merged,
+    })
+}
+
+/// rank: one job of slices, each writing the boards of its share of the uids; then the top
+/// N of their boards is written into --output and committed as one run's partition.
+fn run_rank(run: &Run, spec: TaskSpec) -> Result<Outcome> {
+    let (submitted, out, slices) = run.stage(&spec, "out")?;
+    let committed = super::rank::commit_slices(run.fs, &spec.args, &out, spec.tasks)
+        .context("committing the merged boards")?;
+    let merged = merge(&spec.job, &slices, &spec.args)?;
+    Ok(Outcome {
+        jobs: vec![submitted],
+        committed: vec![committed],
         slices,
         merged,
     })
@@ -583,6 +599,20 @@ fn merge(job: &str, slices: &[Value], args: &[String]) -> Result<Option<Value>> 
     }
     if job == "inbox" {
         return merge_inbox(slices).map(Some);
+    }
+    if job == "rank" {
+        use weibo_etl::graph::rank::RankStats;
+        let stats = slices
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                serde_json::from_value::<RankStats>(s["rank"].clone())
+                    .with_context(|| format!("slice {i}'s report has no rank figures"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let whole = RankStats::of_slices(&stats)
+            .context("the slices read different inputs (rows read or partitions differ)")?;
+        return Ok(Some(serde_json::to_value(whole)?));
     }
     if job != "friends" {
         return Ok(None);

@@ -22,7 +22,7 @@ use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 
 /// The jobs that can run as slices through YARN.
-pub const SLICEABLE: &[&str] = &["cascades", "clean", "friends", "inbox", "load"];
+pub const SLICEABLE: &[&str] = &["cascades", "clean", "friends", "inbox", "load", "rank"];
 
 /// Where `load`'s bookkeeping lives under its `--input` (it writes tables, not Parquet).
 pub const LOAD_HOME: &str = "_load";
@@ -112,9 +112,16 @@ impl TaskSpec {
                 "{job} through YARN needs its --output (the committed partitions go there)"
             )));
         }
+        let mut args = args.to_vec();
+        // rank reads the friend counts from --friends, which defaults to --output: the
+        // tasks' --output is their attempt folder, so they are given the job's own.
+        if job == "rank" && arg_values(&args, "--friends").is_empty() {
+            let output = output_arg(&args).map(str::to_string);
+            args.extend(["--friends".to_string()].into_iter().chain(output));
+        }
         Ok(TaskSpec {
             job: job.to_string(),
-            args: args.to_vec(),
+            args,
             tasks,
             env,
             stage: Stage::Slice,

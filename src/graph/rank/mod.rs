@@ -17,6 +17,10 @@
 //! so the output is a function of the input alone. The uids are cut into hash partitions
 //! (each uid in exactly one), and the top N of a partition holds every user of the overall
 //! top N that it holds, so the top N of the partitions' tops is the overall top N.
+//!
+//! The same holds across machines: a slice (`--partition i/N`) ranks every N-th partition,
+//! cut as if by one thread so every slice cuts alike, and writes its own boards under
+//! `slice=i-of-N/`; the top N of the slices' boards ([`merge_boards`]) is the whole job's.
 
 mod compute;
 mod output;
@@ -25,17 +29,30 @@ mod top;
 use std::fmt;
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dataset::partition;
+use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
-pub use output::write;
+pub use output::{read_boards, write};
 pub use top::{top, Ranked};
 
 /// The leaderboards, in the order of their output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub enum Metric {
@@ -226,10 +243,16 @@ pub struct RankOptions {
     pub metrics: Vec<Metric>,
     /// Memory for the per-user values and the follow ends of the partitions held at once.
     pub memory_budget: u64,
+    /// The uids of one slice (`--partition i/N`): every N-th hash partition;
+    /// [`Slice::ALL`] for the whole job.
+    pub slice: Slice,
 }
 
+/// Users per board unless told otherwise.
+pub const TOP: usize = 100;
+
 /// What a run read and found.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RankStats {
     pub follow_rows: u64,
     pub post_rows: u64,
@@ -238,6 +261,57 @@ pub struct RankStats {
     pub partitions: u32,
     /// Per metric: the users with a value above 0 (those that could be ranked).
     pub users_ranked: Vec<(Metric, u64)>,
+}
+
+impl RankStats {
+    /// The whole job's figures from its slices': every slice reads every row, so the rows
+    /// read and the partitions must agree; the users ranked add up (each uid is in one
+    /// slice). `None` when the slices disagree.
+    pub fn of_slices(slices: &[RankStats]) -> Option<RankStats> {
+        let first = slices.first()?;
+        let read = |s: &RankStats| {
+            (
+                s.follow_rows,
+                s.post_rows,
+                s.comment_rows,
+                s.friend_count_rows,
+                s.partitions,
+            )
+        };
+        let metrics = |s: &RankStats| s.users_ranked.iter().map(|(m, _)| *m).collect::<Vec<_>>();
+        let mut whole = first.clone();
+        for s in &slices[1..] {
+            if read(s) != read(first) || metrics(s) != metrics(first) {
+                return None;
+            }
+            for (sum, (_, n)) in whole.users_ranked.iter_mut().zip(&s.users_ranked) {
+                sum.1 += n;
+            }
+        }
+        Some(whole)
+    }
+}
+
+/// The whole job's boards from its slices' boards: for each metric of `metrics` (in
+/// [`Metric::ALL`] order), the top `top_n` over every slice's board of it.
+pub fn merge_boards(
+    slices: &[Vec<(Metric, Vec<Ranked>)>],
+    metrics: &[Metric],
+    top_n: usize,
+) -> Vec<(Metric, Vec<Ranked>)> {
+    Metric::ALL
+        .into_iter()
+        .filter(|m| metrics.contains(m))
+        .map(|metric| {
+            let candidates: Vec<(i64, i64)> = slices
+                .iter()
+                .flatten()
+                .filter(|(m, _)| *m == metric)
+                .flat_map(|(_, board)| board.iter().map(|r| (r.id, r.value)))
+                .collect();
+            (metric, top(candidates, top_n))
+        })
+        .collect()
 }
 
 /// The boards: for each metric asked for, in [`Metric::ALL`] order, its top users, rank 1
@@ -277,7 +351,14 @@ pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<R
         .ok_or_else(|| Error::Usage(format!("--date {:?} is not YYYY-MM-DD", options.date)))?;
     let threads = rayon::current_num_threads();
     let rows = inputs.rows(fs)?;
-    let n = partitions_for(rows, options.memory_budget, threads);
+    let slice = options.slice;
+    let n = if slice == Slice::ALL {
+        partitions_for(rows, options.memory_budget, threads)
+    } else {
+        // The slices must cut the uids alike whatever threads their nodes have.
+        slice.count * partitions_for(rows, options.memory_budget, 1)
+    };
+    let mine: Vec<u32> = (0..n).filter(|p| p % slice.count == slice.index).collect();
     log::info!(
         "rank: {} follows, {} posts, {} comments in {n} partitions",
         rows[0],
@@ -288,8 +369,8 @@ pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<R
         .into_iter()
         .filter(|m| options.metrics.contains(m))
         .collect();
-    let bar = crate::progress::count(u64::from(n), "rank");
-    let parts: Vec<compute::Partition> = (0..n)
+    let bar = crate::progress::count(mine.len() as u64, "rank");
+    let parts: Vec<compute::Partition> = mine
         .into_par_iter()
         .map(|p| {
             let part = compute::partition(fs, inputs, day, p, n)?;
@@ -321,7 +402,7 @@ pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<R
         stats.friend_count_rows += part.read.friend_count_rows;
     }
     // Every partition reads every row: report the input once.
-    let n = u64::from(n.max(1));
+    let n = parts.len().max(1) as u64;
     stats.follow_rows /= n;
     stats.post_rows /= n;
     stats.comment_rows /= n;
@@ -354,6 +435,37 @@ mod tests {
         // 2.5 GB of follow ends and 1 GB of users over two passes of 512 MiB each.
         assert_eq!(n, 7);
         assert!(partitions_for(rows, 1 << 28, 2) > n);
+    }
+
+    #[test]
+    fn slices_boards_merge_into_the_whole_board() {
+        let r = |rank, id, value| Ranked { rank, id, value };
+        let a = vec![(Metric::Posts, vec![r(1, 5, 9), r(2, 1, 3)])];
+        let b = vec![
+            (Metric::Followers, vec![r(1, 2, 7)]),
+            (Metric::Posts, vec![r(1, 4, 9), r(2, 8, 4)]),
+        ];
+        let merged = merge_boards(&[a, b], &[Metric::Posts, Metric::Followers], 2);
+        let rows: Vec<(Metric, Vec<(u32, i64, i64)>)> = merged
+            .into_iter()
+            .map(|(m, b)| (m, b.iter().map(|x| (x.rank, x.id, x.value)).collect()))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (Metric::Followers, vec![(1, 2, 7)]),
+                (Metric::Posts, vec![(1, 4, 9), (2, 5, 9)]),
+            ]
+        );
+        let stats = |rows, ranked| RankStats {
+            follow_rows: rows,
+            partitions: 4,
+            users_ranked: vec![(Metric::Posts, ranked)],
+            ..RankStats::default()
+        };
+        let whole = RankStats::of_slices(&[stats(10, 3), stats(10, 4)]).unwrap();
+        assert_eq!(whole.users_ranked, vec![(Metric::Posts, 7)]);
+        assert_eq!(RankStats::of_slices(&[stats(10, 3), stats(11, 4)]), None);
     }
 
     #[test]
