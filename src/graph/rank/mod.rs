@@ -446,9 +446,12 @@ mod tests {
             (Metric::Posts, vec![r(1, 4, 9), r(2, 8, 4)]),
         ];
         let merged = merge_boards(&[a, b], &[Metric::Posts, Metric::Followers], 2);
-        let rows: Vec<(Metric, Vec<(u32, i64, i64)>)> = merged
+        let rows: Vec<_> = merged
             .into_iter()
-            .map(|(m, b)| (m, b.iter().map(|x| (x.rank, x.id, x.value)).collect()))
+            .map(|(m, b)| {
+                let b: Vec<_> = b.iter().map(|x| (x.rank, x.id, x.value)).collect();
+                (m, b)
+            })
             .collect();
         assert_eq!(
             rows,
