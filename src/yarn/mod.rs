@@ -348,7 +348,12 @@ mod tests {
             a.extend(strings(extra));
             a
         };
-        assert!(TaskSpec::new("rank", &with(&[]), 2, BTreeMap::new()).is_err());
+        assert!(TaskSpec::new("gen", &with(&[]), 2, BTreeMap::new()).is_err());
+        // rank's tasks get the job's --output as their --friends, unless it is given.
+        let rank = TaskSpec::new("rank", &with(&[]), 2, BTreeMap::new()).unwrap();
+        assert_eq!(arg_values(&rank.args, "--friends"), ["o"]);
+        let rank = TaskSpec::new("rank", &with(&["--friends", "f"]), 2, BTreeMap::new()).unwrap();
+        assert_eq!(arg_values(&rank.args, "--friends"), ["f"]);
         assert!(TaskSpec::new("clean", &with(&["--map", "0/2"]), 2, BTreeMap::new()).is_err());
         assert!(TaskSpec::new(
             "friends",
