@@ -89,7 +89,8 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    run([BIN, "cluster", "up", "--yarn"])
+    # A cluster this script starts, it stops; one found running is left running.
+    started_here = "already running" not in run([BIN, "cluster", "up", "--yarn"]).stdout
     stamp = int(time.time())
     base = f"{HDFS}/bench/yarn-{stamp}"
     raw = out / f"raw-{args.users}"
@@ -132,6 +133,8 @@ def main():
                       f"{'' if engine is None else f'{engine:.1f}'} |", flush=True)
     finally:
         subprocess.run([str(BIN), "-q", "fs", "rm", base], capture_output=True)
+        if started_here:
+            subprocess.run([str(BIN), "cluster", "down"], capture_output=True)
     dest = ROOT / "benches" / "results" / f"yarn-{args.users}.json"
     if dest.exists():
         kept = json.loads(dest.read_text())
