@@ -17,9 +17,11 @@
 //!   `_SUCCESS` markers, `_rejects` and temporary files never count as input data.
 //! - An HDFS NameNode that refuses or drops the connection is reported as
 //!   [`Error::HdfsUnreachable`] naming the URL, never as a panic or a generic I/O error.
+//!
+//! Rooms: `location` (URLs, paths and names), `atomic` (the atomic writer), `random_access`
+//! (positioned reads); this file is the file systems' operations and their errors.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::fs;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -30,8 +32,18 @@ use hdfs_native::{HdfsError, WriteOptions};
 
 use crate::error::{Error, Result};
 
-/// The NameNode used when neither `--hdfs` nor `HADOOP_CONF_DIR` names one: the local cluster.
-pub const LOCAL_NAMENODE: &str = "hdfs://127.0.0.1:9000";
+mod atomic;
+mod location;
+mod random_access;
+
+pub use atomic::AtomicFile;
+use atomic::Sink;
+pub use location::{
+    default_fs_from_core_site, default_fs_from_env, is_hidden_name, Location, LOCAL_NAMENODE,
+};
+use location::{has_glob, normalize_hdfs_path};
+use random_access::RandomAccess;
+pub use random_access::RandomAccessFile;
 
 const WRITE_BUFFER: usize = 1 << 20;
 
@@ -40,131 +52,6 @@ const FAST_FAIL_CONFIG: &[(&str, &str)] = &[
     ("dfs.client.failover.sleep.base.millis", "200"),
     ("dfs.client.failover.sleep.max.millis", "1000"),
 ];
-
-/// Where a file or folder lives.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Location {
-    /// `authority` is `hdfs://host:port` (no trailing slash); `path` is absolute.
-    Hdfs {
-        authority: String,
-        path: String,
-    },
-    Local(PathBuf),
-}
-
-impl Location {
-    /// Parses a URL or bare path. `hdfs:///p` takes the authority of `default_fs`.
-    pub fn parse(url: &str, default_fs: &str) -> Result<Location> {
-        let invalid = |reason: &str| Error::InvalidLocation {
-            url: url.to_string(),
-            reason: reason.to_string(),
-        };
-        if url.is_empty() {
-            return Err(invalid("empty location"));
-        }
-        if let Some(rest) = url.strip_prefix("hdfs://") {
-            let (host, path) = match rest.find('/') {
-                Some(i) => (&rest[..i], &rest[i..]),
-                None => (rest, "/"),
-            };
-            let authority = if host.is_empty() {
-                if !default_fs.starts_with("hdfs://") {
-                    return Err(invalid("hdfs:/// needs an hdfs:// default file system"));
-                }
-                default_fs.trim_end_matches('/').to_string()
-            } else {
-                format!("hdfs://{host}")
-            };
-            return Ok(Location::Hdfs {
-                authority,
-                path: normalize_hdfs_path(path),
-            });
-        }
-        if let Some(rest) = url.strip_prefix("file://") {
-            if !rest.starts_with('/') {
-                return Err(invalid("file:// URLs must be absolute (file:///path)"));
-            }
-            return Ok(Location::Local(PathBuf::from(rest)));
-        }
-        if let Some((scheme, _)) = url.split_once("://") {
-            return Err(invalid(&format!(
-                "unsupported scheme {scheme:?} (use hdfs://, file:// or a plain path)"
-            )));
-        }
-        Ok(Location::Local(PathBuf::from(url)))
-    }
-
-    /// A child of this folder.
-    pub fn join(&self, name: &str) -> Location {
-        match self {
-            Location::Hdfs { authority, path } => Location::Hdfs {
-                authority: authority.clone(),
-                path: normalize_hdfs_path(&format!("{}/{}", path.trim_end_matches('/'), name)),
-            },
-            Location::Local(p) => Location::Local(p.join(name)),
-        }
-    }
-
-    /// The last path component, if any.
-    pub fn file_name(&self) -> Option<String> {
-        match self {
-            Location::Hdfs { path, .. } => path
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .filter(|s| !s.is_empty())
-                .map(str::to_string),
-            Location::Local(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
-        }
-    }
-
-    /// The folder holding this location.
-    pub fn parent(&self) -> Option<Location> {
-        match self {
-            Location::Hdfs { authority, path } => {
-                let trimmed = path.trim_end_matches('/');
-                let i = trimmed.rfind('/')?;
-                Some(Location::Hdfs {
-                    authority: authority.clone(),
-                    path: if i == 0 {
-                        "/".into()
-                    } else {
-                        trimmed[..i].into()
-                    },
-                })
-            }
-            Location::Local(p) => p.parent().map(|p| Location::Local(p.to_path_buf())),
-        }
-    }
-
-    pub fn is_hdfs(&self) -> bool {
-        matches!(self, Location::Hdfs { .. })
-    }
-
-    /// The path a relative child has below `base`, used to name files consistently
-    /// whichever file system they came from.
-    pub fn relative_to(&self, base: &Location) -> Option<String> {
-        match (self, base) {
-            (Location::Hdfs { path, .. }, Location::Hdfs { path: b, .. }) => path
-                .strip_prefix(b.trim_end_matches('/'))
-                .map(|r| r.trim_start_matches('/').to_string()),
-            (Location::Local(p), Location::Local(b)) => p
-                .strip_prefix(b)
-                .ok()
-                .map(|r| r.to_string_lossy().into_owned()),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::Hdfs { authority, path } => write!(f, "{authority}{path}"),
-            Location::Local(p) => write!(f, "{}", p.display()),
-        }
-    }
-}
 
 /// What a listing or glob on `authority` says of one file or folder.
 fn hdfs_entry(authority: &str, status: &hdfs_native::client::FileStatus) -> FileEntry {
@@ -177,55 +64,6 @@ fn hdfs_entry(authority: &str, status: &hdfs_native::client::FileStatus) -> File
         is_dir: status.isdir,
     }
 }
-
-fn normalize_hdfs_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len() + 1);
-    for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
-        out.push('/');
-        out.push_str(part);
-    }
-    if out.is_empty() {
-        out.push('/');
-    }
-    out
-}
-
-/// Names that Hadoop tools treat as not-data: markers, temporary files, side outputs.
-pub fn is_hidden_name(name: &str) -> bool {
-    name.starts_with('_') || name.starts_with('.')
-}
-
-fn has_glob(s: &str) -> bool {
-    s.contains(['*', '?', '[', '{'])
-}
-
-/// The default file system: `fs.defaultFS` from `$HADOOP_CONF_DIR/core-site.xml` when that
-/// names an `hdfs://` URL, else the local cluster's NameNode.
-pub fn default_fs_from_env() -> String {
-    std::env::var_os("HADOOP_CONF_DIR")
-        .map(|dir| Path::new(&dir).join("core-site.xml"))
-        .and_then(|p| fs::read_to_string(p).ok())
-        .and_then(|xml| default_fs_from_core_site(&xml))
-        .unwrap_or_else(|| LOCAL_NAMENODE.to_string())
-}
-
-/// Reads `fs.defaultFS` out of a core-site.xml document.
-pub fn default_fs_from_core_site(xml: &str) -> Option<String> {
-    let doc = roxmltree::Document::parse(xml).ok()?;
-    doc.descendants()
-        .filter(|n| n.has_tag_name("property"))
-        .find_map(|prop| {
-            let child = |tag: &str| {
-                prop.children()
-                    .find(|c| c.has_tag_name(tag))
-                    .and_then(|c| c.text())
-                    .map(str::trim)
-            };
-            (child("name")? == "fs.defaultFS").then(|| child("value").map(str::to_string))?
-        })
-        .filter(|v| v.starts_with("hdfs://"))
-}
-
 /// One file or folder found by a listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileEntry {
@@ -800,148 +638,6 @@ fn io_error(op: &'static str, location: &Location, e: io::Error) -> Error {
         op,
         path: location.to_string(),
         source: e,
-    }
-}
-
-enum Sink {
-    Hdfs(Box<BufWriter<hdfs_native::sync::FileWriter>>),
-    Local(BufWriter<fs::File>),
-}
-
-/// A file being written under a temporary name. [`commit`](AtomicFile::commit) makes it
-/// durable and renames it into place (replacing an older file of that name); dropping it
-/// uncommitted deletes the temporary file.
-pub struct AtomicFile {
-    fs: FileSystems,
-    target: Location,
-    tmp: Location,
-    sink: Option<Sink>,
-}
-
-impl AtomicFile {
-    pub fn location(&self) -> &Location {
-        &self.target
-    }
-
-    pub fn commit(self) -> Result<()> {
-        self.close_and_rename(true)
-    }
-
-    /// Closes the file and renames it into place, and makes it durable on a thread of its
-    /// own: for the files of a staged folder, which is published only once
-    /// [`FileSystems::sync_folder`] has seen them all durable (the partition commit). An
-    /// `fsync` per file as each closed held the thread that wrote it waiting on the disk;
-    /// after the last one, the folder's files synced at once wait about as long as one
-    /// journal commit of them all (docs/design/clean.md).
-    pub fn commit_unsynced(self) -> Result<()> {
-        self.close_and_rename(false)
-    }
-
-    fn close_and_rename(mut self, sync: bool) -> Result<()> {
-        match self.sink.take() {
-            Some(Sink::Hdfs(w)) => {
-                let mut w = (*w)
-                    .into_inner()
-                    .map_err(|e| io_error("write", &self.tmp, e.into_error()))?;
-                w.close().map_err(|e| hdfs_error("close", &self.tmp, e))?;
-            }
-            Some(Sink::Local(w)) => {
-                let f = w
-                    .into_inner()
-                    .map_err(|e| io_error("write", &self.tmp, e.into_error()))?;
-                match (sync, self.target.parent()) {
-                    (false, Some(Location::Local(folder))) => {
-                        // Renamed first: the thread syncs the file, whatever its name.
-                        self.fs.rename(&self.tmp, &self.target)?;
-                        let thread = std::thread::spawn(move || f.sync_all());
-                        let pending = PendingSync {
-                            folder,
-                            file: self.target.clone(),
-                            thread,
-                        };
-                        let mut syncing = SYNCING.lock().unwrap_or_else(|e| e.into_inner());
-                        syncing.push(pending);
-                        return Ok(());
-                    }
-                    _ => f.sync_all().map_err(|e| io_error("sync", &self.tmp, e))?,
-                }
-            }
-            None => {}
-        }
-        self.fs.rename(&self.tmp, &self.target)
-    }
-}
-
-impl Write for AtomicFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.sink.as_mut() {
-            Some(Sink::Hdfs(w)) => w.write(buf),
-            Some(Sink::Local(w)) => w.write(buf),
-            None => Err(io::Error::other("file already committed")),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self.sink.as_mut() {
-            Some(Sink::Hdfs(w)) => w.flush(),
-            Some(Sink::Local(w)) => w.flush(),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if let Some(sink) = self.sink.take() {
-            // Abandoned: close what we can and remove the temporary so no reader finds it.
-            if let Sink::Hdfs(w) = sink {
-                if let Ok(mut w) = (*w).into_inner() {
-                    let _ = w.close();
-                }
-            }
-            let _ = self.fs.delete(&self.tmp);
-        }
-    }
-}
-
-/// A file opened for positioned reads, on HDFS or local disk; see [`FileSystems::open_random`].
-pub struct RandomAccessFile {
-    inner: RandomAccess,
-    len: u64,
-    location: Location,
-}
-
-enum RandomAccess {
-    Hdfs(Box<hdfs_native::sync::FileReader>),
-    Local(fs::File),
-}
-
-impl RandomAccessFile {
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn location(&self) -> &Location {
-        &self.location
-    }
-
-    /// On HDFS, where every read is a call to a DataNode.
-    pub fn is_hdfs(&self) -> bool {
-        matches!(self.inner, RandomAccess::Hdfs(_))
-    }
-
-    /// Fills `buf` from `offset`; reading past the end is an error.
-    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        match &self.inner {
-            RandomAccess::Hdfs(r) => r
-                .read_range_buf(buf, offset as usize)
-                .map_err(|e| io::Error::other(e.to_string())),
-            RandomAccess::Local(f) => std::os::unix::fs::FileExt::read_exact_at(f, buf, offset),
-        }
     }
 }
 
