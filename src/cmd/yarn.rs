@@ -602,14 +602,7 @@ fn merge(job: &str, slices: &[Value], args: &[String]) -> Result<Option<Value>> 
     }
     if job == "rank" {
         use weibo_etl::graph::rank::RankStats;
-        let stats = slices
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                serde_json::from_value::<RankStats>(s["rank"].clone())
-                    .with_context(|| format!("slice {i}'s report has no rank figures"))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let stats: Vec<RankStats> = slice_figures(slices, "rank")?;
         let whole = RankStats::of_slices(&stats)
             .context("the slices read different inputs (rows read or partitions differ)")?;
         return Ok(Some(serde_json::to_value(whole)?));
@@ -654,18 +647,23 @@ fn merge(job: &str, slices: &[Value], args: &[String]) -> Result<Option<Value>> 
     Ok(Some(Value::Object(merged)))
 }
 
+/// Every slice's figures of `job` (the `job` object of its report), in slice order.
+fn slice_figures<T: serde::de::DeserializeOwned>(slices: &[Value], job: &str) -> Result<Vec<T>> {
+    slices
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::from_value(s[job].clone())
+                .with_context(|| format!("slice {i}'s report has no {job} figures"))
+        })
+        .collect()
+}
+
 /// cascades: the slices hold disjoint roots, so their figures add up; the rows read must
 /// agree, and the largest cascades are taken over every slice's.
 fn merge_cascades(slices: &[Value], args: &[String]) -> Result<Value> {
     use weibo_etl::graph::cascades::CascadesStats;
-    let stats = slices
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            serde_json::from_value::<CascadesStats>(s["cascades"].clone())
-                .with_context(|| format!("slice {i}'s report has no cascades figures"))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let stats: Vec<CascadesStats> = slice_figures(slices, "cascades")?;
     let top = match yarn::arg_values(args, "--top").first() {
         Some(t) => t
             .parse()
@@ -681,14 +679,7 @@ fn merge_cascades(slices: &[Value], args: &[String]) -> Result<Value> {
 /// settings must agree.
 fn merge_inbox(slices: &[Value]) -> Result<Value> {
     use weibo_etl::graph::inbox::InboxStats;
-    let stats = slices
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            serde_json::from_value::<InboxStats>(s["inbox"].clone())
-                .with_context(|| format!("slice {i}'s report has no inbox figures"))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let stats: Vec<InboxStats> = slice_figures(slices, "inbox")?;
     let whole = InboxStats::of_slices(&stats)
         .context("the slices read different inputs (rows read, partitions or K differ)")?;
     Ok(serde_json::to_value(whole)?)

@@ -37,6 +37,21 @@ impl Slice {
         format!("{SLICE_PREFIX}{}-of-{}", self.index, self.count)
     }
 
+    /// How a job of hash partitions is cut for this slice: `partitions(threads)` is how many
+    /// partitions keep `threads` of them at once within the budget. The whole job takes that
+    /// for this machine's threads. A slice must cut like every other slice whatever threads
+    /// its node has, so it takes N times what one thread needs (each partition 1/N of what
+    /// fits). Returns the number of partitions and this slice's, `p ≡ i (mod N)`.
+    pub fn cut(self, threads: usize, partitions: impl Fn(usize) -> u32) -> (u32, Vec<u32>) {
+        let n = if self == Slice::ALL {
+            partitions(threads)
+        } else {
+            self.count * partitions(1)
+        };
+        let mine = (0..n).filter(|p| p % self.count == self.index).collect();
+        (n, mine)
+    }
+
     /// The slice a folder name (`slice=i-of-N`) names, if it names one.
     pub fn of_folder(name: &str) -> Option<Slice> {
         let (i, n) = name.strip_prefix(SLICE_PREFIX)?.split_once("-of-")?;
@@ -53,6 +68,15 @@ impl std::fmt::Display for Slice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slices_cut_alike_whatever_their_threads() {
+        let fits = |threads: usize| 3 * threads as u32;
+        assert_eq!(Slice::ALL.cut(2, fits), (6, (0..6).collect()));
+        let one = Slice::parse("1/4").unwrap().cut(8, fits);
+        assert_eq!(one, (12, vec![1, 5, 9]));
+        assert_eq!(Slice::parse("1/4").unwrap().cut(1, fits), one);
+    }
 
     #[test]
     fn parses_and_names_its_folder() {

@@ -205,14 +205,9 @@ pub fn run(
     }
     let threads = rayon::current_num_threads().max(1);
     let slice = options.slice;
-    let n = if slice == Slice::ALL {
-        partitions(rows, repost_rows, options.memory_budget, threads)
-    } else {
-        // The slices must cut the roots alike whatever threads their nodes have: each takes
-        // as many partitions as one thread would need, so each is 1/N of what fits.
-        slice.count * partitions(rows, repost_rows, options.memory_budget, 1)
-    };
-    let mine: Vec<u32> = (0..n).filter(|p| p % slice.count == slice.index).collect();
+    let (n, mine) = slice.cut(threads, |t| {
+        partitions(rows, repost_rows, options.memory_budget, t)
+    });
     inputs.repost_rows = repost_rows;
     log::info!("cascades: {rows} post and repost rows ({repost_rows} reposts) in {n} partitions");
 

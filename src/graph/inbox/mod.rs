@@ -191,13 +191,9 @@ pub fn run(
     let post_rows = partition::parquet_rows(fs, inputs.posts.iter().flatten())?;
     let threads = rayon::current_num_threads().max(1);
     let slice = options.slice;
-    let n = if slice == Slice::ALL {
-        partitions(follow_rows, post_rows, options.memory_budget, threads)
-    } else {
-        // The slices must cut the authors alike whatever threads their nodes have.
-        slice.count * partitions(follow_rows, post_rows, options.memory_budget, 1)
-    };
-    let mine: Vec<u32> = (0..n).filter(|p| p % slice.count == slice.index).collect();
+    let (n, mine) = slice.cut(threads, |t| {
+        partitions(follow_rows, post_rows, options.memory_budget, t)
+    });
     inputs.follow_rows = follow_rows;
     log::info!("inbox: {follow_rows} follow and {post_rows} post rows in {n} partitions");
 

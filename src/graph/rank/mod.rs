@@ -351,14 +351,9 @@ pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<R
         .ok_or_else(|| Error::Usage(format!("--date {:?} is not YYYY-MM-DD", options.date)))?;
     let threads = rayon::current_num_threads();
     let rows = inputs.rows(fs)?;
-    let slice = options.slice;
-    let n = if slice == Slice::ALL {
-        partitions_for(rows, options.memory_budget, threads)
-    } else {
-        // The slices must cut the uids alike whatever threads their nodes have.
-        slice.count * partitions_for(rows, options.memory_budget, 1)
-    };
-    let mine: Vec<u32> = (0..n).filter(|p| p % slice.count == slice.index).collect();
+    let (n, mine) = options
+        .slice
+        .cut(threads, |t| partitions_for(rows, options.memory_budget, t));
     log::info!(
         "rank: {} follows, {} posts, {} comments in {n} partitions",
         rows[0],
