@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Int64Builder, ListBuilder, StringBuilder,
-    TimestampMillisecondBuilder, UInt64Array,
+    ArrayBuilder, ArrayRef, BooleanBuilder, Int64Builder, ListBuilder, StringBuilder,
+    TimestampMillisecondBuilder, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
@@ -52,22 +52,6 @@ trait ColumnSink {
     fn str(&mut self, i: usize, v: Option<&str>);
     fn bool(&mut self, i: usize, v: Option<bool>);
     fn list(&mut self, i: usize, v: &[Cow<'_, str>]);
-}
-
-/// Bytes of text per column: sizing the builders up front spares the copies of a string
-/// buffer doubling its way to a megabyte.
-struct TextBytes(Vec<usize>);
-
-impl ColumnSink for TextBytes {
-    fn i64(&mut self, _: usize, _: Option<i64>) {}
-    fn ts(&mut self, _: usize, _: Option<i64>) {}
-    fn bool(&mut self, _: usize, _: Option<bool>) {}
-    fn str(&mut self, i: usize, v: Option<&str>) {
-        self.0[i] += v.map_or(0, str::len);
-    }
-    fn list(&mut self, i: usize, v: &[Cow<'_, str>]) {
-        self.0[i] += v.iter().map(|item| item.len()).sum::<usize>();
-    }
 }
 
 impl Cols {
@@ -143,22 +127,102 @@ impl ColumnSink for Cols {
     }
 }
 
-/// Builds a spill batch (output columns + [`SEQ_COLUMN`]) from rows of one entity.
-pub fn spill_batch(entity: Entity, rows: &[(u64, &Row<'_>)]) -> arrow::error::Result<RecordBatch> {
-    let schema = spill_schema(entity);
-    let mut text = TextBytes(vec![0; schema.fields().len()]);
-    for (_, row) in rows {
-        visit(row, &mut text);
+/// A spill batch in the making: rows of one entity appended as they are cleaned, any number
+/// of times, then finished into one batch (output columns + [`SEQ_COLUMN`]). Appending to
+/// builders that live across chunks, rather than building a batch per chunk and
+/// concatenating them, costs per row only, however thin the chunks spread.
+pub struct SpillBuilder {
+    schema: SchemaRef,
+    cols: Cols,
+    seq: UInt64Builder,
+    /// Bytes of values appended since the last finish (8 per number, text by its length).
+    bytes: usize,
+}
+
+impl SpillBuilder {
+    pub fn new(entity: Entity) -> Self {
+        let schema = spill_schema(entity);
+        let text = vec![0; schema.fields().len()];
+        SpillBuilder {
+            cols: Cols::new(&schema, 0, &text),
+            seq: UInt64Builder::new(),
+            schema,
+            bytes: 0,
+        }
     }
-    let mut c = Cols::new(&schema, rows.len(), &text.0);
-    for (_, row) in rows {
-        visit(row, &mut c);
+
+    /// Appends rows, each with its input position.
+    pub fn append(&mut self, rows: &[(u64, &Row<'_>)]) {
+        let mut sink = Measured {
+            cols: &mut self.cols,
+            bytes: 0,
+        };
+        for (seq, row) in rows {
+            visit(row, &mut sink);
+            self.seq.append_value(*seq);
+        }
+        self.bytes += sink.bytes + 8 * rows.len();
     }
-    let mut columns = c.finish();
-    columns.push(Arc::new(UInt64Array::from_iter_values(
-        rows.iter().map(|(seq, _)| *seq),
-    )));
-    RecordBatch::try_new(schema, columns)
+
+    /// Bytes of values appended since the last [`finish`](Self::finish).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seq.is_empty()
+    }
+
+    /// The rows appended so far as one batch. The builder starts again empty, its buffers
+    /// sized like this batch's and a quarter more, so the next one's (about as large: a
+    /// slot finishes at a fixed size) are not doubled their way up.
+    pub fn finish(&mut self) -> arrow::error::Result<RecordBatch> {
+        let rows = self.seq.len();
+        let headroom = |n: usize| n + n / 4;
+        let mut text = vec![0; self.schema.fields().len()];
+        for (bytes, b) in text.iter_mut().zip(&self.cols.cols) {
+            *bytes = headroom(match b {
+                Builder::Str(b) => b.values_slice().len(),
+                Builder::List(b) => b.values_ref().values_slice().len(),
+                _ => 0,
+            });
+        }
+        let next = Cols::new(&self.schema, headroom(rows), &text);
+        let mut columns = std::mem::replace(&mut self.cols, next).finish();
+        columns.push(Arc::new(self.seq.finish()));
+        self.seq = UInt64Builder::with_capacity(headroom(rows));
+        self.bytes = 0;
+        RecordBatch::try_new(self.schema.clone(), columns)
+    }
+}
+
+/// A [`ColumnSink`] that counts the bytes it hands on.
+struct Measured<'a> {
+    cols: &'a mut Cols,
+    bytes: usize,
+}
+
+impl ColumnSink for Measured<'_> {
+    fn i64(&mut self, i: usize, v: Option<i64>) {
+        self.bytes += 8;
+        self.cols.i64(i, v);
+    }
+    fn ts(&mut self, i: usize, v: Option<i64>) {
+        self.bytes += 8;
+        self.cols.ts(i, v);
+    }
+    fn str(&mut self, i: usize, v: Option<&str>) {
+        self.bytes += 4 + v.map_or(0, str::len);
+        self.cols.str(i, v);
+    }
+    fn bool(&mut self, i: usize, v: Option<bool>) {
+        self.bytes += 1;
+        self.cols.bool(i, v);
+    }
+    fn list(&mut self, i: usize, v: &[Cow<'_, str>]) {
+        self.bytes += 4 + v.iter().map(|item| 4 + item.len()).sum::<usize>();
+        self.cols.list(i, v);
+    }
 }
 
 /// Hands a row's values to `c` in the column order of [`schema`].
@@ -224,5 +288,112 @@ fn visit(row: &Row<'_>, c: &mut impl ColumnSink) {
             c.str(4, Some(&r.text));
             c.ts(5, Some(r.crawl_time));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Int64Type, TimestampMillisecondType, UInt64Type};
+
+    use super::*;
+    use crate::clean::{Follow, Repost};
+
+    fn follows(range: std::ops::Range<i64>) -> Vec<Row<'static>> {
+        range
+            .map(|i| {
+                Row::Follow(Follow {
+                    follower: i,
+                    followee: 1000 + i,
+                    followed_at: (i % 3 != 0).then_some(i * 10),
+                    crawl_time: 7,
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_builder_finishes_what_was_appended_since_its_last_finish() {
+        let rows = follows(0..10);
+        let seq: Vec<(u64, &Row)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64, r))
+            .collect();
+        let mut b = SpillBuilder::new(Entity::Follows);
+        assert!(b.is_empty());
+        b.append(&seq[0..3]);
+        b.append(&seq[3..4]);
+        b.append(&seq[4..7]);
+        assert_eq!(b.bytes(), 7 * 5 * 8);
+        let first = b.finish().unwrap();
+        assert!(b.is_empty());
+        assert_eq!(b.bytes(), 0);
+        b.append(&seq[7..10]);
+        let second = b.finish().unwrap();
+
+        assert_eq!(first.schema(), spill_schema(Entity::Follows));
+        assert_eq!(first.num_rows(), 7);
+        assert_eq!(second.num_rows(), 3);
+        let ids = |batch: &RecordBatch, col: usize| -> Vec<i64> {
+            batch
+                .column(col)
+                .as_primitive::<Int64Type>()
+                .values()
+                .to_vec()
+        };
+        assert_eq!(ids(&first, 0), (0..7).collect::<Vec<_>>());
+        assert_eq!(ids(&second, 1), vec![1007, 1008, 1009]);
+        let at: Vec<Option<i64>> = first
+            .column(2)
+            .as_primitive::<TimestampMillisecondType>()
+            .iter()
+            .collect();
+        assert_eq!(
+            at,
+            vec![None, Some(10), Some(20), None, Some(40), Some(50), None]
+        );
+        let seqs = second.column(4).as_primitive::<UInt64Type>();
+        assert_eq!(seqs.values().to_vec(), vec![7, 8, 9]);
+    }
+
+    #[test]
+    fn text_columns_survive_a_finish_and_count_their_bytes() {
+        let rows: Vec<Row> = ["a", "", "长文本"]
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                Row::Repost(Repost {
+                    mid: i as i64,
+                    uid: 1,
+                    retweet_mid: 2,
+                    created_at: 3,
+                    text: Cow::Borrowed(text),
+                    crawl_time: 4,
+                })
+            })
+            .collect();
+        let seq: Vec<(u64, &Row)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64, r))
+            .collect();
+        let mut b = SpillBuilder::new(Entity::Reposts);
+        b.append(&seq[..2]);
+        // Five numbers of 8 bytes, the text with a 4-byte offset, and the sequence number.
+        assert_eq!(b.bytes(), 2 * (5 * 8 + 4 + 8) + 1);
+        let first = b.finish().unwrap();
+        b.append(&seq[2..]);
+        let second = b.finish().unwrap();
+        let texts = |batch: &RecordBatch| -> Vec<String> {
+            batch
+                .column(4)
+                .as_string::<i32>()
+                .iter()
+                .map(|s| s.unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(texts(&first), vec!["a", ""]);
+        assert_eq!(texts(&second), vec!["长文本"]);
     }
 }

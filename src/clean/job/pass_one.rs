@@ -292,13 +292,15 @@ fn process_chunk(
     let slot = |e: Option<Entity>| e.map_or(Entity::ALL.len(), Entity::index);
     let mut records_in = [0u64; Entity::ALL.len() + 1];
     let mut repeated_headers = [0u64; Entity::ALL.len() + 1];
-    let mut groups: HashMap<(Entity, usize), Vec<u32>> = HashMap::new();
+    // Row indices per entity and spill partition, at `entity index * partitions + partition`.
+    let partitions = spill.partitions;
+    let mut groups: Vec<Vec<u32>> = vec![Vec::new(); Entity::ALL.len() * partitions];
     for (i, (item, outcome)) in chunk.iter().zip(&cleaned).enumerate() {
         match (item, outcome) {
             (Item::Record { record, .. }, Some((line, entity, result))) => {
                 records_in[slot(Some(*entity))] += 1;
                 match result {
-                    Ok((p, _)) => groups.entry((*entity, *p)).or_default().push(i as u32),
+                    Ok((p, _)) => groups[entity.index() * partitions + p].push(i as u32),
                     Err(reason) => {
                         counters[&Some(*entity)].reject(*reason);
                         write_reject(
@@ -342,7 +344,10 @@ fn process_chunk(
     // in parallel keeps both cores busy while the reader thread parses the next chunk.
     groups
         .into_par_iter()
-        .try_for_each(|((entity, p), indices)| {
+        .enumerate()
+        .filter(|(_, indices)| !indices.is_empty())
+        .try_for_each(|(group, indices)| {
+            let (entity, p) = (Entity::ALL[group / partitions], group % partitions);
             let rows: Vec<(u64, &Row)> = indices
                 .iter()
                 .map(|&i| match &cleaned[i as usize] {

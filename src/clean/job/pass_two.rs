@@ -94,7 +94,7 @@ pub(in crate::clean) fn write_entity(
                 None => return Ok(PartOutcome::default()),
             };
             let total: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
-            let winners = dedupe(entity, &batches)?;
+            let winners = Winners::of(entity, batches)?;
             let kept = winners.len() as u64;
             let part = dir.join(&format!("part-{p:05}.parquet"));
             let mut props = schema::parquet_properties(entity, data_page_version);
@@ -111,8 +111,9 @@ pub(in crate::clean) fn write_entity(
                 partition::ParquetWriter::create_staged(fs, &part, schema::schema(entity), props)?;
             let (mut dangling, mut without_author) = (0, 0);
             let mut keys = Vec::new();
-            for rows in winners.chunks(gather_rows(winners.len())) {
-                let out = gather(entity, &batches, rows)?;
+            let step = gather_rows(winners.len());
+            for start in (0..winners.len()).step_by(step) {
+                let out = winners.slice(entity, start..winners.len().min(start + step))?;
                 dangling += count_dangling(entity, &out, known_users);
                 without_author += count_without_author(entity, &out);
                 if entity == Entity::Users {
@@ -163,9 +164,125 @@ pub(in crate::clean) struct Partitions<'a> {
     pub load: &'a (dyn Fn(Entity, usize) -> Result<Option<Vec<RecordBatch>>> + Sync),
 }
 
+/// The rows of a partition that survive dedupe, in output order.
+enum Winners {
+    /// Positions (batch, row) into the spilled batches, gathered from them slice by slice.
+    Gathered {
+        batches: Vec<RecordBatch>,
+        rows: Vec<(usize, usize)>,
+    },
+    /// Follows, whose columns are all fixed-width: the rows themselves, sorted, from which
+    /// each slice's columns are written in order, with no gather (the batches are dropped
+    /// once read).
+    Follows(Vec<FollowRow>),
+}
+
+impl Winners {
+    fn of(entity: Entity, batches: Vec<RecordBatch>) -> Result<Winners> {
+        if entity == Entity::Follows {
+            return Ok(Winners::Follows(dedupe_follows(&batches)));
+        }
+        let rows = dedupe(entity, &batches)?;
+        Ok(Winners::Gathered { batches, rows })
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Winners::Gathered { rows, .. } => rows.len(),
+            Winners::Follows(rows) => rows.len(),
+        }
+    }
+
+    /// The winners at `range`, in the output schema (the spill's sequence column left behind).
+    fn slice(&self, entity: Entity, range: std::ops::Range<usize>) -> Result<RecordBatch> {
+        match self {
+            Winners::Gathered { batches, rows } => gather(entity, batches, &rows[range]),
+            Winners::Follows(rows) => follows_batch(&rows[range]),
+        }
+    }
+}
+
+/// A follow edge as pass 2 sorts it: ordered by its place in the part (the canonical pair,
+/// then the follower), then newest crawl and latest input position first, so the first row
+/// of each edge is the one kept. The edge's ids are the sort key's.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct FollowRow {
+    key: (i64, i64, i64),
+    crawl: std::cmp::Reverse<i64>,
+    seq: std::cmp::Reverse<u64>,
+    followed_at: Option<i64>,
+}
+
+impl FollowRow {
+    fn follower(&self) -> i64 {
+        self.key.2
+    }
+
+    fn followee(&self) -> i64 {
+        let (a, b, follower) = self.key;
+        if follower == a {
+            b
+        } else {
+            a
+        }
+    }
+}
+
+/// Follows are laid out by canonical pair, `(min, max, follower)`: the two directions of a
+/// pair become neighbouring rows, and friends finds the mutual ones in one pass over a part,
+/// without sorting (see [`follows`]). Crawlers list follows by follower, so this order is far
+/// from the input's. The rows are read out of the batches in order and sorted whole: cheaper
+/// than sorting positions and gathering every column through them (docs/design/clean.md).
+fn dedupe_follows(batches: &[RecordBatch]) -> Vec<FollowRow> {
+    use std::cmp::Reverse;
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut sorted = Vec::with_capacity(rows);
+    for b in batches {
+        let column = |name: &str| b.column_by_name(name).expect("follows column");
+        let follower = column("follower").as_primitive::<Int64Type>();
+        let followee = column("followee").as_primitive::<Int64Type>();
+        let at = column("followed_at").as_primitive::<TimestampMillisecondType>();
+        let crawl = column("crawl_time").as_primitive::<TimestampMillisecondType>();
+        let seq = column(SEQ_COLUMN).as_primitive::<UInt64Type>();
+        sorted.extend((0..b.num_rows()).map(|i| FollowRow {
+            key: follows::sort_key(follower.value(i), followee.value(i)),
+            crawl: Reverse(crawl.value(i)),
+            seq: Reverse(seq.value(i)),
+            followed_at: at.is_valid(i).then(|| at.value(i)),
+        }));
+    }
+    sorted.par_sort_unstable();
+    sorted.dedup_by(|later, first| later.key == first.key);
+    sorted
+}
+
+/// Follows rows in the output schema.
+fn follows_batch(rows: &[FollowRow]) -> Result<RecordBatch> {
+    use arrow::array::{ArrayRef, Int64Array, TimestampMillisecondArray};
+    use std::sync::Arc;
+    let ids = |id: fn(&FollowRow) -> i64| -> ArrayRef {
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(id)))
+    };
+    let columns: Vec<ArrayRef> = vec![
+        ids(FollowRow::follower),
+        ids(FollowRow::followee),
+        Arc::new(
+            rows.iter()
+                .map(|r| r.followed_at)
+                .collect::<TimestampMillisecondArray>()
+                .with_timezone("UTC"),
+        ),
+        Arc::new(
+            TimestampMillisecondArray::from_iter_values(rows.iter().map(|r| r.crawl.0))
+                .with_timezone("UTC"),
+        ),
+    ];
+    RecordBatch::try_new(schema::schema(Entity::Follows), columns).map_err(arrow_err("batch"))
+}
+
 /// Picks one row per natural key: the newest crawl, then the latest input position. Returns
 /// the winners as (batch, row) positions sorted by key. Works across the spilled batches
-/// without concatenating them.
+/// without concatenating them. (Follows go through [`dedupe_follows`].)
 fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>> {
     let keys = schema::key_columns(entity);
     struct Cols {
@@ -205,41 +322,13 @@ fn dedupe(entity: Entity, batches: &[RecordBatch]) -> Result<Vec<(usize, usize)>
         .iter()
         .enumerate()
         .flat_map(|(b, batch)| (0..batch.num_rows()).map(move |i| (b, i)));
-    let order: Vec<(usize, usize)> = if entity == Entity::Follows {
-        // Follows are laid out by canonical pair, `(min, max, follower)`: the two directions
-        // of a pair become neighbouring rows, and friends finds the mutual ones in one pass
-        // over a part, without sorting (see [`follows`]). Crawlers list follows by
-        // follower, so this order is far from the input's: the sort keys are gathered first
-        // and sorted in place, faster than comparing through the batches
-        // (docs/design/clean.md).
-        use std::cmp::Reverse;
-        let mut keyed: Vec<_> = at
-            .map(|(b, i)| {
-                let (a, e) = key((b, i));
-                let c = &cols[b];
-                (
-                    follows::sort_key(a, e),
-                    Reverse(c.crawl.value(i)),
-                    Reverse(c.seq.value(i)),
-                    (b as u32, i as u32),
-                )
-            })
-            .collect();
-        keyed.par_sort_unstable();
-        keyed
-            .into_iter()
-            .map(|(.., (b, i))| (b as usize, i as usize))
-            .collect()
-    } else {
-        let mut order: Vec<(usize, usize)> = at.collect();
-        order.par_sort_unstable_by(|&a, &b| {
-            key(a)
-                .cmp(&key(b))
-                .then(cols[b.0].crawl.value(b.1).cmp(&cols[a.0].crawl.value(a.1)))
-                .then(cols[b.0].seq.value(b.1).cmp(&cols[a.0].seq.value(a.1)))
-        });
-        order
-    };
+    let mut order: Vec<(usize, usize)> = at.collect();
+    order.par_sort_unstable_by(|&a, &b| {
+        key(a)
+            .cmp(&key(b))
+            .then(cols[b.0].crawl.value(b.1).cmp(&cols[a.0].crawl.value(a.1)))
+            .then(cols[b.0].seq.value(b.1).cmp(&cols[a.0].seq.value(a.1)))
+    });
     let mut winners = Vec::with_capacity(order.len());
     let mut last = None;
     for idx in order {
@@ -297,7 +386,88 @@ fn count_dangling(entity: Entity, batch: &RecordBatch, known: &KnownUsers) -> u6
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
     use super::*;
+    use crate::clean::columns::SpillBuilder;
+    use crate::clean::{Follow, Row};
+
+    /// Spilled batches of follows as pass 1 leaves them: the edges in input order, cut into
+    /// batches of `cut` rows, each edge's input position its sequence number.
+    fn spilled(edges: &[(i64, i64, Option<i64>, i64)], cut: usize) -> Vec<RecordBatch> {
+        let rows: Vec<Row> = edges
+            .iter()
+            .map(|&(follower, followee, followed_at, crawl_time)| {
+                Row::Follow(Follow {
+                    follower,
+                    followee,
+                    followed_at,
+                    crawl_time,
+                })
+            })
+            .collect();
+        let seq: Vec<(u64, &Row)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as u64, r))
+            .collect();
+        let mut builder = SpillBuilder::new(Entity::Follows);
+        seq.chunks(cut.max(1))
+            .map(|chunk| {
+                builder.append(chunk);
+                builder.finish().unwrap()
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Pass 2's follows equal a naive dedupe: per edge, the newest crawl, then the latest
+        /// input position, wins; the winners in canonical pair order.
+        #[test]
+        fn follows_dedupe_equals_a_naive_one(
+            edges in prop::collection::vec(
+                (0i64..12, 0i64..12, prop::option::of(0i64..5), 0i64..4), 0..300),
+            cut in 1usize..64,
+        ) {
+            // Per edge: (crawl time, input position) of the winner so far, and its follow time.
+            type Winner = ((i64, usize), Option<i64>);
+            let mut naive: BTreeMap<(i64, i64), Winner> = BTreeMap::new();
+            for (i, &(follower, followee, at, crawl)) in edges.iter().enumerate() {
+                let entry = naive.entry((follower, followee)).or_insert(((crawl, i), at));
+                if (crawl, i) > entry.0 {
+                    *entry = ((crawl, i), at);
+                }
+            }
+            let mut expected: Vec<(i64, i64, Option<i64>, i64)> = naive
+                .into_iter()
+                .map(|((follower, followee), ((crawl, _), at))| (follower, followee, at, crawl))
+                .collect();
+            expected.sort_by_key(|&(follower, followee, ..)| follows::sort_key(follower, followee));
+
+            let winners = Winners::of(Entity::Follows, spilled(&edges, cut)).unwrap();
+            prop_assert_eq!(winners.len(), expected.len());
+            let mut got = Vec::new();
+            if !expected.is_empty() {
+                let batch = winners.slice(Entity::Follows, 0..winners.len()).unwrap();
+                prop_assert_eq!(batch.schema(), schema::schema(Entity::Follows));
+                let ids = |c: usize| batch.column(c).as_primitive::<Int64Type>().clone();
+                let times =
+                    |c: usize| batch.column(c).as_primitive::<TimestampMillisecondType>().clone();
+                let (follower, followee, at, crawl) = (ids(0), ids(1), times(2), times(3));
+                for i in 0..batch.num_rows() {
+                    got.push((
+                        follower.value(i),
+                        followee.value(i),
+                        at.is_valid(i).then(|| at.value(i)),
+                        crawl.value(i),
+                    ));
+                }
+            }
+            prop_assert_eq!(got, expected);
+        }
+    }
 
     /// Laid out as `write_entity` leaves it (each users partition's uids, sorted, at the
     /// partition's index), the known users answer exactly as a set of the same uids would.

@@ -20,7 +20,7 @@ use arrow::ipc::reader::{read_footer_length, FileDecoder};
 use arrow::ipc::writer::FileWriter;
 
 use super::arrow_err;
-use crate::clean::columns;
+use crate::clean::columns::{self, SpillBuilder};
 use crate::clean::{Entity, Row};
 use crate::error::Result;
 use crate::spill::SpillDir;
@@ -32,14 +32,15 @@ const SPILL_BUFFER_BYTES: usize = 64 << 20;
 /// One partition of one entity between the passes: the batches held in memory (while the
 /// set's budget allows) and the spill file the rest went to (opened at its first batch).
 /// Each chunk of pass 1 gives a partition a few rows only (a chunk spreads over every
-/// partition): they wait in `pending` until there are enough to make one batch, so a
-/// partition's batches stay few and large however many chunks the input has.
+/// partition): they are appended to `pending` until there are enough to make one batch, so
+/// a partition's batches stay few and large however many chunks the input has.
 #[derive(Default)]
 struct SpillSlot {
     held: Vec<RecordBatch>,
     file: Option<FileWriter<BufWriter<File>>>,
-    pending: Vec<RecordBatch>,
-    pending_bytes: u64,
+    /// Created at the slot's first row: most slots of a run never see one (an input of
+    /// follows only leaves the other entities' slots empty).
+    pending: Option<SpillBuilder>,
 }
 
 pub(in crate::clean) struct SpillSet {
@@ -50,10 +51,10 @@ pub(in crate::clean) struct SpillSet {
     /// Bytes of rows a slot gathers before they become one batch.
     coalesce: u64,
     slots: HashMap<(Entity, usize), Mutex<SpillSlot>>,
-    /// Bytes (Arrow's measure of the batches) slots may hold in memory, and hold now.
+    /// Bytes of values (as [`SpillBuilder::bytes`] counts them) slots may hold in memory, and hold now.
     memory_budget: u64,
     pub(super) held: AtomicU64,
-    /// Bytes (Arrow's measure of the batches) sent to files.
+    /// Bytes of values sent to files.
     pub(super) spilled: AtomicU64,
 }
 
@@ -99,14 +100,14 @@ impl SpillSet {
         partition: usize,
         rows: &[(u64, &Row<'_>)],
     ) -> Result<()> {
-        let batch = columns::spill_batch(entity, rows).map_err(arrow_err("build batch"))?;
-        let size = batch.get_array_memory_size() as u64;
         let mut slot = self.slots[&(entity, partition)]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        slot.pending.push(batch);
-        slot.pending_bytes += size;
-        if slot.pending_bytes < self.coalesce {
+        let pending = slot
+            .pending
+            .get_or_insert_with(|| SpillBuilder::new(entity));
+        pending.append(rows);
+        if (pending.bytes() as u64) < self.coalesce {
             return Ok(());
         }
         self.place(entity, partition, &mut slot)
@@ -117,15 +118,15 @@ impl SpillSet {
     /// is all its batches, wherever they are, and dedupe orders rows by key, crawl time and
     /// input position, not by batch.
     fn place(&self, entity: Entity, partition: usize, slot: &mut SpillSlot) -> Result<()> {
-        let pending = std::mem::take(&mut slot.pending);
-        slot.pending_bytes = 0;
-        let batch = match pending.len() {
-            0 => return Ok(()),
-            1 => pending.into_iter().next().expect("one batch"),
-            _ => arrow::compute::concat_batches(&pending[0].schema(), &pending)
-                .map_err(arrow_err("coalesce spill"))?,
+        // Sized by its values rather than by Arrow's measure, which counts the builders'
+        // spare capacity too (never touched, so never resident).
+        let (batch, size) = match slot.pending.as_mut() {
+            Some(pending) if !pending.is_empty() => {
+                let size = pending.bytes() as u64;
+                (pending.finish().map_err(arrow_err("build batch"))?, size)
+            }
+            _ => return Ok(()),
         };
-        let size = batch.get_array_memory_size() as u64;
         if self.held.fetch_add(size, Ordering::Relaxed) + size <= self.memory_budget {
             slot.held.push(batch);
             return Ok(());
@@ -151,6 +152,7 @@ impl SpillSet {
         for (&(entity, partition), slot) in &self.slots {
             let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
             self.place(entity, partition, &mut slot)?;
+            slot.pending = None;
             if let Some(mut writer) = slot.file.take() {
                 writer.finish().map_err(arrow_err("spill"))?;
                 writer
