@@ -74,7 +74,18 @@ pub fn parse_id(s: &str) -> Result<i64, Reject> {
     if t.is_empty() {
         return Err(Reject::MissingField);
     }
-    if t.bytes().all(|b| b.is_ascii_digit()) {
+    // Up to 18 digits cannot overflow an i64: read them in the one pass that checks them.
+    if t.len() <= 18 {
+        let digits = t.bytes().try_fold(0i64, |v, b| {
+            let d = b.wrapping_sub(b'0');
+            (d <= 9).then(|| v * 10 + i64::from(d))
+        });
+        match digits {
+            Some(v) if v > 0 => return Ok(v),
+            Some(_) => return Err(Reject::BadId),
+            None => {}
+        }
+    } else if t.bytes().all(|b| b.is_ascii_digit()) {
         return match t.parse::<i64>() {
             Ok(v) if v > 0 => Ok(v),
             _ => Err(Reject::BadId),
@@ -638,6 +649,29 @@ mod tests {
         assert_eq!(parse_optional_id("无"), Ok(None));
         assert_eq!(parse_optional_id(""), Ok(None));
         assert_eq!(parse_optional_id("42\t"), Ok(Some(42)));
+        assert_eq!(parse_id("9223372036854775807"), Ok(i64::MAX));
+        assert_eq!(parse_id("9223372036854775808"), Err(Reject::BadId));
+        assert_eq!(parse_id("000000000000000042"), Ok(42));
+        assert_eq!(parse_id("12a4"), Err(Reject::BadId));
+    }
+
+    proptest! {
+        /// Strings of digits (with a stray character now and then) read as the standard
+        /// library reads them, whatever their length: positive ids are kept, the rest refused.
+        #[test]
+        fn ids_read_as_the_standard_parser_reads_them(t in "[0-9]{1,21}|[0-9]{0,10}[/:a ][0-9]{0,10}") {
+            let expected = if t.trim().bytes().all(|b| b.is_ascii_digit()) && !t.trim().is_empty() {
+                match t.trim().parse::<i64>() {
+                    Ok(v) if v > 0 => Ok(v),
+                    _ => Err(Reject::BadId),
+                }
+            } else if t.trim().is_empty() {
+                Err(Reject::MissingField)
+            } else {
+                Err(Reject::BadId)
+            };
+            prop_assert_eq!(parse_id(&t), expected);
+        }
     }
 
     #[test]
