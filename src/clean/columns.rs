@@ -33,8 +33,11 @@ pub fn spill_schema(entity: Entity) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
+/// The builders of one batch's columns, and the bytes of values appended to them.
 struct Cols {
     cols: Vec<Builder>,
+    /// 8 per number, 1 per flag, text by its length plus a 4-byte offset.
+    bytes: usize,
 }
 
 enum Builder {
@@ -43,15 +46,6 @@ enum Builder {
     Bool(BooleanBuilder),
     Ts(TimestampMillisecondBuilder),
     List(ListBuilder<StringBuilder>),
-}
-
-/// Where [`visit`] puts a row's values, column by column.
-trait ColumnSink {
-    fn i64(&mut self, i: usize, v: Option<i64>);
-    fn ts(&mut self, i: usize, v: Option<i64>);
-    fn str(&mut self, i: usize, v: Option<&str>);
-    fn bool(&mut self, i: usize, v: Option<bool>);
-    fn list(&mut self, i: usize, v: &[Cow<'_, str>]);
 }
 
 impl Cols {
@@ -77,7 +71,7 @@ impl Cols {
                 other => unreachable!("no builder for {other}"),
             })
             .collect();
-        Cols { cols }
+        Cols { cols, bytes: 0 }
     }
 
     fn finish(self) -> Vec<ArrayRef> {
@@ -94,30 +88,34 @@ impl Cols {
             })
             .collect()
     }
-}
 
-impl ColumnSink for Cols {
+    // Where [`visit`] puts a row's values, column by column.
     fn i64(&mut self, i: usize, v: Option<i64>) {
+        self.bytes += 8;
         if let Builder::I64(b) = &mut self.cols[i] {
             b.append_option(v);
         }
     }
     fn ts(&mut self, i: usize, v: Option<i64>) {
+        self.bytes += 8;
         if let Builder::Ts(b) = &mut self.cols[i] {
             b.append_option(v);
         }
     }
     fn str(&mut self, i: usize, v: Option<&str>) {
+        self.bytes += 4 + v.map_or(0, str::len);
         if let Builder::Str(b) = &mut self.cols[i] {
             b.append_option(v);
         }
     }
     fn bool(&mut self, i: usize, v: Option<bool>) {
+        self.bytes += 1;
         if let Builder::Bool(b) = &mut self.cols[i] {
             b.append_option(v);
         }
     }
     fn list(&mut self, i: usize, v: &[Cow<'_, str>]) {
+        self.bytes += 4 + v.iter().map(|item| 4 + item.len()).sum::<usize>();
         if let Builder::List(b) = &mut self.cols[i] {
             for item in v {
                 b.values().append_value(item);
@@ -135,8 +133,6 @@ pub struct SpillBuilder {
     schema: SchemaRef,
     cols: Cols,
     seq: UInt64Builder,
-    /// Bytes of values appended since the last finish (8 per number, text by its length).
-    bytes: usize,
 }
 
 impl SpillBuilder {
@@ -147,26 +143,20 @@ impl SpillBuilder {
             cols: Cols::new(&schema, 0, &text),
             seq: UInt64Builder::new(),
             schema,
-            bytes: 0,
         }
     }
 
     /// Appends rows, each with its input position.
     pub fn append(&mut self, rows: &[(u64, &Row<'_>)]) {
-        let mut sink = Measured {
-            cols: &mut self.cols,
-            bytes: 0,
-        };
         for (seq, row) in rows {
-            visit(row, &mut sink);
+            visit(row, &mut self.cols);
             self.seq.append_value(*seq);
         }
-        self.bytes += sink.bytes + 8 * rows.len();
     }
 
     /// Bytes of values appended since the last [`finish`](Self::finish).
     pub fn bytes(&self) -> usize {
-        self.bytes
+        self.cols.bytes + 8 * self.seq.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -191,42 +181,12 @@ impl SpillBuilder {
         let mut columns = std::mem::replace(&mut self.cols, next).finish();
         columns.push(Arc::new(self.seq.finish()));
         self.seq = UInt64Builder::with_capacity(headroom(rows));
-        self.bytes = 0;
         RecordBatch::try_new(self.schema.clone(), columns)
     }
 }
 
-/// A [`ColumnSink`] that counts the bytes it hands on.
-struct Measured<'a> {
-    cols: &'a mut Cols,
-    bytes: usize,
-}
-
-impl ColumnSink for Measured<'_> {
-    fn i64(&mut self, i: usize, v: Option<i64>) {
-        self.bytes += 8;
-        self.cols.i64(i, v);
-    }
-    fn ts(&mut self, i: usize, v: Option<i64>) {
-        self.bytes += 8;
-        self.cols.ts(i, v);
-    }
-    fn str(&mut self, i: usize, v: Option<&str>) {
-        self.bytes += 4 + v.map_or(0, str::len);
-        self.cols.str(i, v);
-    }
-    fn bool(&mut self, i: usize, v: Option<bool>) {
-        self.bytes += 1;
-        self.cols.bool(i, v);
-    }
-    fn list(&mut self, i: usize, v: &[Cow<'_, str>]) {
-        self.bytes += 4 + v.iter().map(|item| 4 + item.len()).sum::<usize>();
-        self.cols.list(i, v);
-    }
-}
-
 /// Hands a row's values to `c` in the column order of [`schema`].
-fn visit(row: &Row<'_>, c: &mut impl ColumnSink) {
+fn visit(row: &Row<'_>, c: &mut Cols) {
     match row {
         Row::User(u) => {
             c.i64(0, Some(u.uid));
@@ -291,6 +251,15 @@ fn visit(row: &Row<'_>, c: &mut impl ColumnSink) {
     }
 }
 
+/// Rows numbered by their position, as pass 1 numbers the rows it spills.
+#[cfg(test)]
+pub(crate) fn numbered<'r, 'a>(rows: &'r [Row<'a>]) -> Vec<(u64, &'r Row<'a>)> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| (i as u64, r))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use arrow::array::AsArray;
@@ -315,11 +284,7 @@ mod tests {
     #[test]
     fn a_builder_finishes_what_was_appended_since_its_last_finish() {
         let rows = follows(0..10);
-        let seq: Vec<(u64, &Row)> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i as u64, r))
-            .collect();
+        let seq = numbered(&rows);
         let mut b = SpillBuilder::new(Entity::Follows);
         assert!(b.is_empty());
         b.append(&seq[0..3]);
@@ -373,11 +338,7 @@ mod tests {
                 })
             })
             .collect();
-        let seq: Vec<(u64, &Row)> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i as u64, r))
-            .collect();
+        let seq = numbered(&rows);
         let mut b = SpillBuilder::new(Entity::Reposts);
         b.append(&seq[..2]);
         // Five numbers of 8 bytes, the text with a 4-byte offset, and the sequence number.

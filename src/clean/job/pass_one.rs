@@ -27,9 +27,10 @@ use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
 use crate::raw::{self, FileSummary, Item};
 
-/// Rows cleaned and spilled together: enough that each spill partition gets batches of about
-/// a thousand rows (smaller chunks make small Arrow IPC batches; much larger ones make the
-/// reader and the cleaners take turns instead of overlapping).
+/// Records cleaned and spilled together: enough to spread over both cores and to give each
+/// spill partition a run of rows per lock; much larger chunks make the reader and the
+/// cleaners take turns instead of overlapping. (A spill batch's size is the slot's, not the
+/// chunk's: [`SpillSet`].)
 const CHUNK_ROWS: usize = 16384;
 /// Raw bytes per spill partition: what one partition's dedupe holds in memory, roughly.
 const PARTITION_BYTES: u64 = 64 << 20;

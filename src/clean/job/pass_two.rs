@@ -391,7 +391,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::clean::columns::SpillBuilder;
+    use crate::clean::columns::{numbered, SpillBuilder};
     use crate::clean::{Follow, Row};
 
     /// Spilled batches of follows as pass 1 leaves them: the edges in input order, cut into
@@ -408,11 +408,7 @@ mod tests {
                 })
             })
             .collect();
-        let seq: Vec<(u64, &Row)> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (i as u64, r))
-            .collect();
+        let seq = numbered(&rows);
         let mut builder = SpillBuilder::new(Entity::Follows);
         seq.chunks(cut.max(1))
             .map(|chunk| {

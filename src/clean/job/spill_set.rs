@@ -51,7 +51,8 @@ pub(in crate::clean) struct SpillSet {
     /// Bytes of rows a slot gathers before they become one batch.
     coalesce: u64,
     slots: HashMap<(Entity, usize), Mutex<SpillSlot>>,
-    /// Bytes of values (as [`SpillBuilder::bytes`] counts them) slots may hold in memory, and hold now.
+    /// Bytes of values (as [`SpillBuilder::bytes`] counts them) slots may hold in memory,
+    /// and hold now.
     memory_budget: u64,
     pub(super) held: AtomicU64,
     /// Bytes of values sent to files.
