@@ -204,26 +204,46 @@ impl Winners {
 
 /// A follow edge as pass 2 sorts it: ordered by its place in the part (the canonical pair,
 /// then the follower), then newest crawl and latest input position first, so the first row
-/// of each edge is the one kept. The edge's ids are the sort key's.
+/// of each edge is the one kept.
+///
+/// The place is packed into two words, `min` and `max << 1 | (follower is max)`: ids are
+/// positive `i64`s ([`crate::values::parse_id`]), so this orders exactly as
+/// [`follows::sort_key`] does, and a row is 40 bytes instead of 56, which the sort moves and
+/// compares less of. A missing follow time is [`NO_TIME`].
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct FollowRow {
-    key: (i64, i64, i64),
+    key: [u64; 2],
     crawl: std::cmp::Reverse<i64>,
     seq: std::cmp::Reverse<u64>,
-    followed_at: Option<i64>,
+    followed_at: i64,
 }
 
+/// A follow row's missing follow time: a kept time is never before Weibo's launch
+/// ([`crate::values::parse_time`]).
+const NO_TIME: i64 = i64::MIN;
+
 impl FollowRow {
+    fn key(follower: i64, followee: i64) -> [u64; 2] {
+        debug_assert!(follower >= 0 && followee >= 0, "ids are positive");
+        let (a, b) = follows::canonical_pair(follower, followee);
+        [a as u64, (b as u64) << 1 | u64::from(follower != a)]
+    }
+
     fn follower(&self) -> i64 {
-        self.key.2
+        let [a, packed] = self.key;
+        if packed & 1 == 1 {
+            (packed >> 1) as i64
+        } else {
+            a as i64
+        }
     }
 
     fn followee(&self) -> i64 {
-        let (a, b, follower) = self.key;
-        if follower == a {
-            b
+        let [a, packed] = self.key;
+        if packed & 1 == 1 {
+            a as i64
         } else {
-            a
+            (packed >> 1) as i64
         }
     }
 }
@@ -245,10 +265,10 @@ fn dedupe_follows(batches: &[RecordBatch]) -> Vec<FollowRow> {
         let crawl = column("crawl_time").as_primitive::<TimestampMillisecondType>();
         let seq = column(SEQ_COLUMN).as_primitive::<UInt64Type>();
         sorted.extend((0..b.num_rows()).map(|i| FollowRow {
-            key: follows::sort_key(follower.value(i), followee.value(i)),
+            key: FollowRow::key(follower.value(i), followee.value(i)),
             crawl: Reverse(crawl.value(i)),
             seq: Reverse(seq.value(i)),
-            followed_at: at.is_valid(i).then(|| at.value(i)),
+            followed_at: if at.is_valid(i) { at.value(i) } else { NO_TIME },
         }));
     }
     sorted.par_sort_unstable();
@@ -268,7 +288,7 @@ fn follows_batch(rows: &[FollowRow]) -> Result<RecordBatch> {
         ids(FollowRow::followee),
         Arc::new(
             rows.iter()
-                .map(|r| r.followed_at)
+                .map(|r| (r.followed_at != NO_TIME).then_some(r.followed_at))
                 .collect::<TimestampMillisecondArray>()
                 .with_timezone("UTC"),
         ),
@@ -418,13 +438,19 @@ mod tests {
             .collect()
     }
 
+    /// Ids for the follows dedupe: few, so edges repeat, and some as large as an id gets, so
+    /// the packed sort key's top bits are exercised.
+    fn id() -> impl Strategy<Value = i64> {
+        prop_oneof![1i64..12, Just(i64::MAX), Just(i64::MAX - 1), Just(1 << 62)]
+    }
+
     proptest! {
         /// Pass 2's follows equal a naive dedupe: per edge, the newest crawl, then the latest
         /// input position, wins; the winners in canonical pair order.
         #[test]
         fn follows_dedupe_equals_a_naive_one(
             edges in prop::collection::vec(
-                (0i64..12, 0i64..12, prop::option::of(0i64..5), 0i64..4), 0..300),
+                (id(), id(), prop::option::of(0i64..5), 0i64..4), 0..300),
             cut in 1usize..64,
         ) {
             // Per edge: (crawl time, input position) of the winner so far, and its follow time.
