@@ -89,7 +89,8 @@ pub fn read_csv(
             continue;
         };
         let entity = mapped.entity;
-        if record == *head {
+        // (Lengths first: a data row is seldom as long as the header.)
+        if record.as_slice().len() == head.as_slice().len() && record == *head {
             emit(Item::RepeatedHeader { line, entity });
             continue;
         }
@@ -102,11 +103,6 @@ pub fn read_csv(
             });
             continue;
         };
-        let constants: usize = mapped.constants.iter().map(|(_, v)| v.len()).sum();
-        let mut raw = RawRecord::with_capacity(entity, record.as_slice().len() + constants);
-        for (i, value) in &mapped.constants {
-            raw.set_index(*i, value);
-        }
         let mut bad_encoding = false;
         // One check of the whole record (vector code over a kilobyte) rather than one per
         // field (mostly a few bytes, too short for it): a field is valid text when the record
@@ -114,24 +110,55 @@ pub fn read_csv(
         // bytes is checked field by field, so only its mapped fields count.
         let whole = simdutf8::basic::from_utf8(record.as_slice()).ok();
         // (A short row maps only the fields it has.)
-        for (f, target) in mapping.iter().enumerate().take(record.len()) {
-            let Some(i) = target else { continue };
-            let value = match whole {
-                // An empty field sits between two others, whatever bytes surround it.
-                Some(text) => {
-                    record
-                        .range(f)
-                        .and_then(|r| if r.is_empty() { Some("") } else { text.get(r) })
+        let targets = || {
+            mapping
+                .iter()
+                .enumerate()
+                .take(record.len())
+                .filter_map(|(f, target)| Some((target.as_ref().copied()?, f)))
+        };
+        let mut raw = match whole {
+            // The usual row: valid text, nothing from the path. Copied whole, once.
+            Some(text) if mapped.constants.is_empty() => {
+                let on_boundaries = |r: &std::ops::Range<usize>| {
+                    r.is_empty() || (text.is_char_boundary(r.start) && text.is_char_boundary(r.end))
+                };
+                let fields = targets().map(|(i, f)| (i, record.range(f).unwrap_or(0..0)));
+                if fields.clone().all(|(_, r)| on_boundaries(&r)) {
+                    RawRecord::from_row(entity, text, fields.map(|(i, r)| (i, empty_at_zero(r))))
+                } else {
+                    bad_encoding = true;
+                    RawRecord::new(entity)
                 }
-                None => record
-                    .get(f)
-                    .and_then(|v| simdutf8::basic::from_utf8(v).ok()),
-            };
-            match value {
-                Some(v) => raw.set_index(*i, v),
-                None => bad_encoding = true,
             }
-        }
+            _ => {
+                let constants: usize = mapped.constants.iter().map(|(_, v)| v.len()).sum();
+                let mut raw = RawRecord::with_capacity(entity, record.as_slice().len() + constants);
+                for (i, value) in &mapped.constants {
+                    raw.set_index(*i, value);
+                }
+                for (i, f) in targets() {
+                    let value = match whole {
+                        // An empty field sits between two others, whatever bytes surround it.
+                        Some(text) => record.range(f).and_then(|r| {
+                            if r.is_empty() {
+                                Some("")
+                            } else {
+                                text.get(r)
+                            }
+                        }),
+                        None => record
+                            .get(f)
+                            .and_then(|v| simdutf8::basic::from_utf8(v).ok()),
+                    };
+                    match value {
+                        Some(v) => raw.set_index(i, v),
+                        None => bad_encoding = true,
+                    }
+                }
+                raw
+            }
+        };
         if let Some(times) = mapped.mediacrawler {
             let cell = |i: usize| record.get(i).and_then(|v| std::str::from_utf8(v).ok());
             super::mediacrawler::fix_row(entity, times, &mut raw, &cell);
@@ -150,6 +177,16 @@ pub fn read_csv(
                 record: raw,
             });
         }
+    }
+}
+
+/// An empty field's range as `0..0`: it may sit between the bytes of one character, where
+/// no slice of the row can start.
+fn empty_at_zero(r: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    if r.is_empty() {
+        0..0
+    } else {
+        r
     }
 }
 
@@ -359,6 +396,73 @@ mod tests {
         )
         .unwrap();
         out
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        /// Every row read from a canonical CSV equals the csv crate's reading of it: a repeated
+        /// header, a malformed row (wrong length), an encoding reject exactly when a mapped
+        /// field is not UTF-8 on its own (bytes of one character cut by a comma included), and
+        /// otherwise the mapped fields' text, whatever order the header puts them in.
+        #[test]
+        fn csv_rows_equal_the_csv_crates_fields(
+            header in proptest::sample::select(vec![
+                "follower,followee,followed_at,crawl_time",
+                "followed_at,x,followee,follower",
+            ]),
+            rows in proptest::collection::vec(
+                proptest::collection::vec(
+                    // Pieces of one character (中 is e4 b8 ad) that a comma may cut.
+                    proptest::collection::vec(proptest::sample::select(vec![
+                        &b"1"[..], b"a", b" ", b"\"", "中".as_bytes(), b"\xe4\xb8", b"\xad",
+                        b"\xe4", b"\xb8\xad", b"\xff",
+                    ]), 0..4).prop_map(|pieces| pieces.concat()),
+                    3..6),
+                0..20),
+        ) {
+            let mut bytes = format!("{header}\n").into_bytes();
+            for row in &rows {
+                bytes.extend(row.join(&b","[..]));
+                bytes.push(b'\n');
+            }
+            let mut got = Vec::new();
+            read_csv(Box::new(io::Cursor::new(bytes.clone())), "/raw/f.csv", &mut |i| got.push(i))
+                .unwrap();
+            let mut reader = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .flexible(true)
+                .from_reader(&bytes[..]);
+            let records: Vec<ByteRecord> = reader.byte_records().map(Result::unwrap).collect();
+            let names: Vec<&str> = header.split(',').collect();
+            let entity = Entity::Follows;
+            proptest::prop_assert_eq!(got.len(), records.len() - 1);
+            for (item, record) in got.iter().zip(&records[1..]) {
+                match item {
+                    Item::RepeatedHeader { .. } => {
+                        proptest::prop_assert_eq!(record, &records[0]);
+                    }
+                    Item::Rejected { reason: Reject::MalformedRow, .. } => {
+                        proptest::prop_assert_ne!(record.len(), names.len());
+                    }
+                    Item::Rejected { reason: Reject::InvalidEncoding, .. } => {
+                        let bad = record.iter().zip(&names).any(|(v, n)| {
+                            entity.field_index(n).is_some() && std::str::from_utf8(v).is_err()
+                        });
+                        proptest::prop_assert!(bad, "rejected with every mapped field valid");
+                    }
+                    Item::Record { record: raw, .. } => {
+                        proptest::prop_assert_eq!(record.len(), names.len());
+                        for (v, n) in record.iter().zip(&names) {
+                            if let Some(i) = entity.field_index(n) {
+                                proptest::prop_assert_eq!(raw.field(i), Some(std::str::from_utf8(v).unwrap()));
+                            }
+                        }
+                    }
+                    other => proptest::prop_assert!(false, "unexpected {other:?}"),
+                }
+            }
+        }
     }
 
     #[test]

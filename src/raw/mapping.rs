@@ -76,18 +76,42 @@ impl Dialect {
 
 /// A record as a reader hands it over: canonical fields of one entity, by position. The
 /// values share one buffer (one allocation per record, not one per field: cleaning a 1 KB
-/// record should not cost fourteen mallocs).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// record should not cost fourteen mallocs). Two records are equal when their fields are,
+/// however their buffers were filled.
+#[derive(Clone, Debug)]
 pub struct RawRecord {
     buf: String,
-    /// `(start, end)` of each canonical field in `buf`; `None` when the input lacks it. Kept
-    /// inline (no second allocation per record); only the entity's first `fields` are used.
-    spans: [Option<(u32, u32)>; MAX_FIELDS],
+    /// `(start, end)` of each canonical field in `buf`, [`NO_SPAN`] when the input lacks it.
+    /// Kept inline (no second allocation per record); only the entity's first `fields` are
+    /// used.
+    spans: [(u32, u32); MAX_FIELDS],
     fields: u8,
 }
 
 /// The most canonical fields an entity has.
 pub const MAX_FIELDS: usize = 14;
+
+/// The span of a field the input lacks (no field starts there: buffers are far smaller).
+const NO_SPAN: (u32, u32) = (u32::MAX, u32::MAX);
+
+impl Default for RawRecord {
+    fn default() -> Self {
+        RawRecord {
+            buf: String::new(),
+            spans: [NO_SPAN; MAX_FIELDS],
+            fields: 0,
+        }
+    }
+}
+
+impl PartialEq for RawRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.fields == other.fields
+            && (0..usize::from(self.fields)).all(|i| self.field(i) == other.field(i))
+    }
+}
+
+impl Eq for RawRecord {}
 
 impl RawRecord {
     pub fn new(entity: Entity) -> Self {
@@ -99,9 +123,28 @@ impl RawRecord {
     pub fn with_capacity(entity: Entity, bytes: usize) -> Self {
         RawRecord {
             buf: String::with_capacity(bytes),
-            spans: [None; MAX_FIELDS],
+            spans: [NO_SPAN; MAX_FIELDS],
             fields: entity.fields().len() as u8,
         }
+    }
+
+    /// A record over one row's text, its canonical fields given as `(index, range of row)`
+    /// (a later one for the same index wins, as with [`RawRecord::set_index`]): the row is
+    /// copied once, not field by field. The ranges must lie on `row`'s character boundaries.
+    pub fn from_row(
+        entity: Entity,
+        row: &str,
+        fields: impl IntoIterator<Item = (usize, std::ops::Range<usize>)>,
+    ) -> Self {
+        let mut record = RawRecord::with_capacity(entity, row.len());
+        record.buf.push_str(row);
+        for (index, r) in fields {
+            debug_assert!(row.is_char_boundary(r.start) && row.is_char_boundary(r.end));
+            if index < usize::from(record.fields) {
+                record.spans[index] = (r.start as u32, r.end as u32);
+            }
+        }
+        record
     }
 
     /// Sets canonical field `index` (ignored when out of range).
@@ -109,7 +152,7 @@ impl RawRecord {
         if index < usize::from(self.fields) {
             let start = self.buf.len() as u32;
             self.buf.push_str(value);
-            self.spans[index] = Some((start, self.buf.len() as u32));
+            self.spans[index] = (start, self.buf.len() as u32);
         }
     }
 
@@ -122,11 +165,10 @@ impl RawRecord {
 
     /// Field `i`, or `None` when the input did not have it.
     pub fn field(&self, i: usize) -> Option<&str> {
-        self.spans
-            .get(i)
-            .copied()
-            .flatten()
-            .map(|(a, b)| &self.buf[a as usize..b as usize])
+        match self.spans.get(i).copied() {
+            None | Some(NO_SPAN) => None,
+            Some((a, b)) => Some(&self.buf[a as usize..b as usize]),
+        }
     }
 
     /// Field `i`, or `""` when the input did not have it.
