@@ -36,6 +36,29 @@ fn friends_here(dir: &Path, clean: &str, output: &str) -> serde_json::Value {
     report(&file)
 }
 
+/// `weibo-etl [global] --report <report> yarn submit --submitter local --tasks <tasks> --
+/// <job>`, with `env` set for the submitter: the one command every test here submits.
+fn yarn_submit<S: AsRef<std::ffi::OsStr>>(
+    global: &[&str],
+    report: &Path,
+    tasks: u32,
+    job: impl IntoIterator<Item = S>,
+    env: &[(&str, &str)],
+) -> std::process::Command {
+    let mut cmd = bin();
+    cmd.args(global)
+        .arg("--report")
+        .arg(report)
+        .args(["yarn", "submit", "--submitter", "local", "--tasks"])
+        .arg(tasks.to_string())
+        .arg("--")
+        .args(job);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
 /// `friends` through YARN in `tasks` tasks, with `env` set for the submitter; returns its
 /// report.
 fn friends_on_yarn(
@@ -46,18 +69,11 @@ fn friends_on_yarn(
     env: &[(&str, &str)],
 ) -> serde_json::Value {
     let file = dir.join("yarn.json");
-    let mut cmd = bin();
-    cmd.args(["--report"])
-        .arg(&file)
-        .args(["yarn", "submit", "--submitter", "local", "--tasks"])
-        .arg(tasks.to_string())
-        .args(["--", "friends", "--input"])
-        .arg(format!("{clean}/follows"))
-        .args(["--output", output, "--date", DATE]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = ok(run(&mut cmd));
+    let follows = format!("{clean}/follows");
+    let job = [
+        "friends", "--input", &follows, "--output", output, "--date", DATE,
+    ];
+    let out = ok(run(&mut yarn_submit(&[], &file, tasks, job, env)));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains(": SUCCEEDED ("),
         "the job's state and tracking URL are printed: {}",
@@ -296,19 +312,13 @@ fn clean_through_yarn_equals_the_single_machine_run() {
         .arg(&single_report)
         .args(job(&here))));
     let yarn_report = dir.path().join("yarn.json");
-    let out = ok(run(bin()
-        .args(["--report"])
-        .arg(&yarn_report)
-        .args([
-            "yarn",
-            "submit",
-            "--submitter",
-            "local",
-            "--tasks",
-            "3",
-            "--",
-        ])
-        .args(job(&there))));
+    let out = ok(run(&mut yarn_submit(
+        &[],
+        &yarn_report,
+        3,
+        job(&there),
+        &[],
+    )));
     assert!(String::from_utf8_lossy(&out.stdout).contains(": SUCCEEDED ("));
     let (single, yarn) = (report(&single_report), report(&yarn_report));
 
@@ -388,22 +398,22 @@ fn load_on_yarn(
     ns: &str,
     night: &str,
     tasks: u32,
-    extra: &[&str],
+    extra: &[String],
     env: &[(&str, &str)],
 ) -> serde_json::Value {
     let file = dir.join(format!("load-{ns}-{night}.json"));
-    let mut cmd = bin();
-    cmd.args(["--namespace", ns, "--report"])
-        .arg(&file)
-        .args(["yarn", "submit", "--submitter", "local", "--tasks"])
-        .arg(tasks.to_string())
-        .args(["--", "load", "--input", clean, "--date", night])
-        .args(["--regions", "4", "--writers", "3"])
-        .args(extra);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    ok(run(&mut cmd));
+    let load = ["load", "--input", clean, "--date", night];
+    let job = load
+        .into_iter()
+        .chain(["--regions", "4", "--writers", "3"])
+        .chain(extra.iter().map(String::as_str));
+    ok(run(&mut yarn_submit(
+        &["--namespace", ns],
+        &file,
+        tasks,
+        job,
+        env,
+    )));
     report(&file)
 }
 
@@ -434,16 +444,7 @@ fn load_through_yarn_gives_the_single_runs_tables_night_after_night() {
     let single = cluster::Scratch::new("yarn_load_single");
     let thrift = cluster::Scratch::new("yarn_load_thrift");
     let bulk = cluster::Scratch::new("yarn_load_hfile");
-    let staging = cluster::staging(&bulk);
-    let handover = cluster::local_handover();
-    let hfile = [
-        "--via",
-        "hfile",
-        "--staging",
-        &staging,
-        "--bulkload-cmd",
-        &handover,
-    ];
+    let hfile = cluster::bulk_route(&bulk);
 
     // Night 1: through Thrift in three tasks, and as HFiles in two, on tables the
     // submitter creates.
@@ -526,19 +527,13 @@ fn sliced_against_single(
         .arg(&single_report)
         .args(args(&clean, &here))));
     let yarn_report = dir.path().join("yarn.json");
-    ok(run(bin()
-        .args(["--report"])
-        .arg(&yarn_report)
-        .args([
-            "yarn",
-            "submit",
-            "--submitter",
-            "local",
-            "--tasks",
-            "3",
-            "--",
-        ])
-        .args(args(&clean, &there))));
+    ok(run(&mut yarn_submit(
+        &[],
+        &yarn_report,
+        3,
+        args(&clean, &there),
+        &[],
+    )));
     let partition = |out: &str, table: &str| format!("{out}/{table}/dt={DATE}");
     for table in tables {
         let rows = rows_of(dir.path(), &partition(&here, table));
