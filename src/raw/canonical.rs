@@ -109,56 +109,47 @@ pub fn read_csv(
         // is and the field starts and ends on character boundaries. A record with invalid
         // bytes is checked field by field, so only its mapped fields count.
         let whole = simdutf8::basic::from_utf8(record.as_slice()).ok();
-        // (A short row maps only the fields it has.)
-        let targets = || {
-            mapping
-                .iter()
-                .enumerate()
-                .take(record.len())
-                .filter_map(|(f, target)| Some((target.as_ref().copied()?, f)))
-        };
+        // The usual row, valid text with nothing from the path, is copied whole, once, and
+        // its fields are spans of the copy; any other gets its values one by one.
+        let copied = whole.is_some() && mapped.constants.is_empty();
         let mut raw = match whole {
-            // The usual row: valid text, nothing from the path. Copied whole, once.
-            Some(text) if mapped.constants.is_empty() => {
-                let on_boundaries = |r: &std::ops::Range<usize>| {
-                    r.is_empty() || (text.is_char_boundary(r.start) && text.is_char_boundary(r.end))
-                };
-                let fields = targets().map(|(i, f)| (i, record.range(f).unwrap_or(0..0)));
-                if fields.clone().all(|(_, r)| on_boundaries(&r)) {
-                    RawRecord::from_row(entity, text, fields.map(|(i, r)| (i, empty_at_zero(r))))
-                } else {
-                    bad_encoding = true;
-                    RawRecord::new(entity)
-                }
-            }
+            Some(text) if copied => RawRecord::from_row(entity, text),
             _ => {
                 let constants: usize = mapped.constants.iter().map(|(_, v)| v.len()).sum();
                 let mut raw = RawRecord::with_capacity(entity, record.as_slice().len() + constants);
                 for (i, value) in &mapped.constants {
                     raw.set_index(*i, value);
                 }
-                for (i, f) in targets() {
-                    let value = match whole {
-                        // An empty field sits between two others, whatever bytes surround it.
-                        Some(text) => record.range(f).and_then(|r| {
-                            if r.is_empty() {
-                                Some("")
-                            } else {
-                                text.get(r)
-                            }
-                        }),
-                        None => record
-                            .get(f)
-                            .and_then(|v| simdutf8::basic::from_utf8(v).ok()),
-                    };
-                    match value {
-                        Some(v) => raw.set_index(i, v),
-                        None => bad_encoding = true,
-                    }
-                }
                 raw
             }
         };
+        // (A short row maps only the fields it has.)
+        for (f, target) in mapping.iter().enumerate().take(record.len()) {
+            let Some(i) = *target else { continue };
+            let Some(text) = whole else {
+                match record
+                    .get(f)
+                    .and_then(|v| simdutf8::basic::from_utf8(v).ok())
+                {
+                    Some(v) => raw.set_index(i, v),
+                    None => bad_encoding = true,
+                }
+                continue;
+            };
+            // An empty field sits between two others, whatever bytes surround it.
+            let span = record.range(f).and_then(|r| {
+                if r.is_empty() {
+                    Some(0..0)
+                } else {
+                    text.get(r.clone()).map(|_| r)
+                }
+            });
+            match span {
+                Some(r) if copied => raw.set_span(i, r),
+                Some(r) => raw.set_index(i, &text[r]),
+                None => bad_encoding = true,
+            }
+        }
         if let Some(times) = mapped.mediacrawler {
             let cell = |i: usize| record.get(i).and_then(|v| std::str::from_utf8(v).ok());
             super::mediacrawler::fix_row(entity, times, &mut raw, &cell);
@@ -177,16 +168,6 @@ pub fn read_csv(
                 record: raw,
             });
         }
-    }
-}
-
-/// An empty field's range as `0..0`: it may sit between the bytes of one character, where
-/// no slice of the row can start.
-fn empty_at_zero(r: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    if r.is_empty() {
-        0..0
-    } else {
-        r
     }
 }
 

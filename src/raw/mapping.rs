@@ -128,23 +128,24 @@ impl RawRecord {
         }
     }
 
-    /// A record over one row's text, its canonical fields given as `(index, range of row)`
-    /// (a later one for the same index wins, as with [`RawRecord::set_index`]): the row is
-    /// copied once, not field by field. The ranges must lie on `row`'s character boundaries.
-    pub fn from_row(
-        entity: Entity,
-        row: &str,
-        fields: impl IntoIterator<Item = (usize, std::ops::Range<usize>)>,
-    ) -> Self {
+    /// A record over one row's text, copied once: its fields are then set as spans of it
+    /// ([`RawRecord::set_span`]) rather than copied field by field.
+    pub fn from_row(entity: Entity, row: &str) -> Self {
         let mut record = RawRecord::with_capacity(entity, row.len());
         record.buf.push_str(row);
-        for (index, r) in fields {
-            debug_assert!(row.is_char_boundary(r.start) && row.is_char_boundary(r.end));
-            if index < usize::from(record.fields) {
-                record.spans[index] = (r.start as u32, r.end as u32);
-            }
-        }
         record
+    }
+
+    /// Sets canonical field `index` (ignored when out of range) to `range` of the row the
+    /// record was made [`from_row`](RawRecord::from_row) with; the range must lie on that
+    /// row's character boundaries.
+    pub fn set_span(&mut self, index: usize, range: std::ops::Range<usize>) {
+        debug_assert!(
+            self.buf.is_char_boundary(range.start) && self.buf.is_char_boundary(range.end)
+        );
+        if index < usize::from(self.fields) {
+            self.spans[index] = (range.start as u32, range.end as u32);
+        }
     }
 
     /// Sets canonical field `index` (ignored when out of range).
