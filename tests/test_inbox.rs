@@ -144,15 +144,20 @@ fn duckdb(clean: &Path, date: &str, scratch: &Path, feeds: &[i64], limit: usize)
             by_user.entry(f[0]).or_default().push(f[2]);
         }
     }
+    let line = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(line.trim()).expect("the peer's JSON line");
     Duck {
         entries,
         feeds: by_user,
+        edges: report["edges"].clone(),
     }
 }
 
 struct Duck {
     entries: Vec<(i64, i64, i64)>,
     feeds: BTreeMap<i64, Vec<i64>>,
+    /// How the distinct edges are served, under the report's names.
+    edges: Value,
 }
 
 /// Every entry of both nights equals DuckDB's, with some authors skipped as celebrities;
@@ -183,9 +188,61 @@ fn entries_equal_duckdbs_window_query_over_two_nights() {
         );
         let duck = duckdb(&clean, night, dir.path(), &[], 0);
         assert_eq!(ours, duck.entries, "{night}");
-        inbox(&clean, &graph, night, &["--memory-budget", "64KiB"]);
+        // The first night's edges to authors without posts are counted, not held; the
+        // second's are made distinct over both nights.
+        let served = duck.edges.as_object().expect("edge counts");
+        assert!(served["edges_without_posts"].as_u64().unwrap() > 0);
+        for (k, v) in served {
+            assert_eq!(&stats[k], v, "{night}: {k}");
+        }
+        let many = inbox(&clean, &graph, night, &["--memory-budget", "64KiB"]);
         assert_eq!(entries(&graph, night), ours, "{night}, many partitions");
+        for (k, v) in served {
+            assert_eq!(&many[k], v, "{night}, many partitions: {k}");
+        }
     }
+}
+
+/// The same crawl cleaned as a second night changes nothing: every pair is read twice and
+/// counts once, whether its followee has posts or not, and the entries are the same.
+#[test]
+fn a_night_crawled_again_counts_each_edge_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw");
+    ok(run(bin()
+        .args(["-q", "gen", "--out"])
+        .arg(&raw)
+        .args(["--users", "2000", "--date", NIGHTS[0]])));
+    let clean = dir.path().join("clean");
+    for night in NIGHTS {
+        ok(run(bin()
+            .args(["-q", "clean", "--input"])
+            .arg(&raw)
+            .arg("--output")
+            .arg(&clean)
+            .args(["--date", night])));
+    }
+    let graph = dir.path().join("graph");
+    let once = inbox(&clean, &graph, NIGHTS[0], &[]);
+    let twice = inbox(&clean, &graph, NIGHTS[1], &[]);
+    assert!(once["edges_without_posts"].as_u64().unwrap() > 0, "{once}");
+    assert!(once["edges_fanned_out"].as_u64().unwrap() > 0, "{once}");
+    assert_eq!(
+        twice["follow_rows"].as_u64().unwrap(),
+        2 * once["follow_rows"].as_u64().unwrap()
+    );
+    for k in [
+        "edges",
+        "edges_fanned_out",
+        "edges_to_celebrities",
+        "edges_without_posts",
+        "celebrities_skipped",
+        "entries",
+        "posts",
+    ] {
+        assert_eq!(twice[k], once[k], "{k}");
+    }
+    assert_eq!(entries(&graph, NIGHTS[1]), entries(&graph, NIGHTS[0]));
 }
 
 #[cfg(feature = "integration")]

@@ -11,7 +11,8 @@ with at most THRESHOLD fans, those K. Writes OUT.csv (`uid,followee,mid`, sorted
 OUT ends with .parquet, a Parquet file as `inbox` writes, unsorted) and, given
 FEED_UIDS (comma-separated), FEEDS.csv (`uid,rank,mid`): each user's feed, the newest K of
 every followee, celebrities included, merged newest first, at most FEED_LIMIT. Prints one JSON
-line: peer, job, rows, seconds, peak_rss_mb.
+line: peer, job, rows, seconds, peak_rss_mb, and with OUT.csv (untimed) how the distinct edges
+are served, under the inbox report's names.
 """
 import json
 import os
@@ -79,8 +80,23 @@ def main(argv):
                     out.write(f"{uid},{rank},{mid}\n")
     elapsed = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"peer": "duckdb", "job": "inbox", "rows": rows,
-                      "seconds": round(elapsed, 3), "peak_rss_mb": round(peak, 1)}))
+    result = {"peer": "duckdb", "job": "inbox", "rows": rows,
+              "seconds": round(elapsed, 3), "peak_rss_mb": round(peak, 1)}
+    if not target.endswith(".parquet"):
+        # For the tests, not timed: how the distinct edges are served. A followee with no
+        # post to serve is neither fanned out nor a celebrity.
+        row = db.execute(f"""
+            SELECT count(*),
+                   count(*) FILTER (WHERE p.uid IS NOT NULL AND f.n <= {threshold}),
+                   count(*) FILTER (WHERE p.uid IS NOT NULL AND f.n > {threshold}),
+                   count(*) FILTER (WHERE p.uid IS NULL),
+                   count(DISTINCT e.followee) FILTER (WHERE p.uid IS NOT NULL AND f.n > {threshold})
+            FROM edges e JOIN fans f USING (followee)
+            LEFT JOIN (SELECT DISTINCT uid FROM newest) p ON p.uid = e.followee""").fetchone()
+        keys = ["edges", "edges_fanned_out", "edges_to_celebrities", "edges_without_posts",
+                "celebrities_skipped"]
+        result["edges"] = dict(zip(keys, row))
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

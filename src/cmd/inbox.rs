@@ -121,7 +121,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                     if a.celebrity {
                         let column = layout::inbox_column(CELEBRITY_FAMILY, a.uid);
                         let fans = (a.fans.len() as i64).to_be_bytes();
-                        for &f in &a.fans {
+                        for f in built.fans(a) {
                             let put = Put {
                                 key: keys::user_key(f),
                                 cells: vec![(column.clone(), fans.to_vec())],
@@ -132,9 +132,9 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                     }
                     // Post by post, so the writers batch each version's cells together.
                     let column = layout::inbox_column(INBOX_FAMILY, a.uid);
-                    for &(created, mid, version) in &a.posts {
+                    for &(created, mid, version) in built.posts(a) {
                         let post = keys::post_key(a.uid, created, mid);
-                        for &f in &a.fans {
+                        for f in built.fans(a) {
                             let put = Put {
                                 key: keys::user_key(f),
                                 cells: vec![(column.clone(), post.clone())],

@@ -22,17 +22,24 @@ pub fn newest_first(a: &Entry, b: &Entry) -> std::cmp::Ordering {
 /// below the previous version where two posts share a millisecond (Weibo gives seconds, so
 /// the shift stays inside the second and keeps the order).
 pub fn versions(created_newest_first: &[i64]) -> Vec<i64> {
-    let mut out = Vec::with_capacity(created_newest_first.len());
-    let mut prev: Option<i64> = None;
-    for &t in created_newest_first {
-        let v = match prev {
-            Some(p) if t >= p => p - 1,
-            _ => t,
-        };
-        out.push(v);
-        prev = Some(v);
+    let mut prev = None;
+    created_newest_first
+        .iter()
+        .map(|&t| {
+            let v = next_version(prev, t);
+            prev = Some(v);
+            v
+        })
+        .collect()
+}
+
+/// The version of a post at time `t` whose author's previous post (newer in feed order) got
+/// version `prev`: [`versions`] one post at a time.
+pub fn next_version(prev: Option<i64>, t: i64) -> i64 {
+    match prev {
+        Some(p) if t >= p => p - 1,
+        _ => t,
     }
-    out
 }
 
 /// The feed of `entries` (any order, no duplicates): newest first, at most `limit`.

@@ -24,12 +24,13 @@
 
 pub mod feed;
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::columns;
@@ -39,7 +40,7 @@ use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
-pub use feed::{merge, newest_first, versions, Entry};
+pub use feed::{merge, newest_first, next_version, versions, Entry};
 
 #[derive(Clone, Debug)]
 pub struct InboxOptions {
@@ -125,36 +126,57 @@ impl InboxStats {
     }
 }
 
-/// One author's fan-out: its newest posts (newest first, with their versions) and its fans.
+/// One author's fan-out: where its newest posts and its fans are in its partition
+/// ([`Built::posts`], [`Built::fans`]).
 #[derive(Clone, Debug)]
 pub struct Author {
     pub uid: i64,
-    pub fans: Vec<i64>,
-    /// `(created_at, mid, version)`, newest first; empty for a celebrity.
-    pub posts: Vec<(i64, i64, i64)>,
+    pub fans: Range<usize>,
+    /// Empty for a celebrity.
+    pub posts: Range<usize>,
     pub celebrity: bool,
 }
 
-/// One partition's authors, by uid.
+/// One partition's authors, by uid, each with fans and a post to serve.
 pub struct Built {
     pub authors: Vec<Author>,
+    /// `(followee, follower)`, sorted and distinct: an author's fans are a range of them.
+    edges: Vec<(i64, i64)>,
+    /// `(created_at, mid, version)`: each author's newest K, newest first, side by side.
+    posts: Vec<(i64, i64, i64)>,
     stats: InboxStats,
+}
+
+impl Built {
+    /// The fans of `author` (one of [`Built::authors`]), ascending.
+    pub fn fans(&self, author: &Author) -> impl ExactSizeIterator<Item = i64> + '_ {
+        self.edges[author.fans.clone()].iter().map(|&(_, f)| f)
+    }
+
+    /// The posts `author` fans out: `(created_at, mid, version)`, newest first.
+    pub fn posts(&self, author: &Author) -> &[(i64, i64, i64)] {
+        &self.posts[author.posts.clone()]
+    }
 }
 
 /// The nights the job reads, oldest first.
 struct Inputs {
     follows: Vec<Vec<FileEntry>>,
     posts: Vec<Vec<FileEntry>>,
-    /// Follow rows of every night (from the footers).
+    /// Rows of every night (from the footers).
     follow_rows: u64,
+    post_rows: u64,
 }
 
-/// Bytes a follow row may cost in a partition: its sort tuple and its copy in the author's
-/// fans (the entries it becomes are written batch by batch, not held).
-const BYTES_PER_FOLLOW: u64 = 32;
-/// Bytes a post row may cost in a partition: its map entry (with the map's slack) and its
-/// place in the author order.
-const BYTES_PER_POST: u64 = 96;
+/// Bytes a follow row may cost in a partition: its edge tuple (fans are ranges of the edges,
+/// and the entries they become are written batch by batch, not held).
+const BYTES_PER_FOLLOW: u64 = 16;
+/// Bytes a post row may cost while the posts are read: its map slot (with the map's slack),
+/// its place in the author order, and what [`BYTES_PER_POST_KEPT`] counts.
+const BYTES_PER_POST_READ: u64 = 128;
+/// Bytes a post row may cost once the follows are read: its place among the newest posts,
+/// and, were it its author's only post, the author and its place in the author set.
+const BYTES_PER_POST_KEPT: u64 = 88;
 
 /// Builds the feeds, writes both tables under `output`, and hands each partition's authors to
 /// `emit` (in partition order) before the tables are committed: an `emit` error (an HBase
@@ -179,6 +201,7 @@ pub fn run(
         follows: nights("follows")?,
         posts: nights("posts")?,
         follow_rows: 0,
+        post_rows: 0,
     };
     if inputs.follows.is_empty() {
         return Err(Error::BadInput {
@@ -194,7 +217,7 @@ pub fn run(
     let (n, mine) = slice.cut(threads, |t| {
         partitions(follow_rows, post_rows, options.memory_budget, t)
     });
-    inputs.follow_rows = follow_rows;
+    (inputs.follow_rows, inputs.post_rows) = (follow_rows, post_rows);
     log::info!("inbox: {follow_rows} follow and {post_rows} post rows in {n} partitions");
 
     let dt = format!("dt={}", options.date);
@@ -212,13 +235,18 @@ pub fn run(
         };
         let bar = crate::progress::count(mine.len() as u64, "inbox");
         for round in mine.chunks(threads) {
-            let (read, rows) = read_round(fs, &inputs, round, n)?;
-            (stats.follow_rows, stats.post_rows) = rows;
+            let (maps, post_rows) = read_posts(fs, &inputs, round, n)?;
+            let posted: Vec<Posted> = maps
+                .into_par_iter()
+                .map(|m| newest_posts(m, options.k))
+                .collect();
+            let (edges, follow_rows) = read_follows(fs, &inputs, round, n, &posted)?;
+            (stats.follow_rows, stats.post_rows) = (follow_rows, post_rows);
             let built: Vec<Built> = round
                 .par_iter()
-                .zip(read)
-                .map(|(&p, read)| {
-                    let built = partition_of(read, options);
+                .zip(edges.into_par_iter().zip(posted))
+                .map(|(&p, (edges, posted))| {
+                    let built = partition_of(edges, posted, options);
                     write_part(fs, &staged, p, &built, options.data_page_version)?;
                     Ok(built)
                 })
@@ -239,77 +267,67 @@ pub fn run(
     result
 }
 
+/// Work below which one partition is built alone: it takes moments, and makes one part file.
+const SPLIT_BYTES: u64 = 64 << 20;
+
 /// Partitions for rows of follows and posts, `threads` built at once within the budget, in
-/// full rounds.
+/// full rounds, and one a thread once the work is worth splitting (a partition is built and
+/// written on one thread). A round holds its posts, then its authors' newest posts and its
+/// edges.
 fn partitions(follow_rows: u64, post_rows: u64, budget: u64, threads: usize) -> u32 {
-    let bytes = follow_rows
+    let reading_posts = post_rows.saturating_mul(BYTES_PER_POST_READ);
+    let holding_edges = follow_rows
         .saturating_mul(BYTES_PER_FOLLOW)
-        .saturating_add(post_rows.saturating_mul(BYTES_PER_POST));
-    partition::partitions_in_rounds(bytes, budget, threads, 1)
+        .saturating_add(post_rows.saturating_mul(BYTES_PER_POST_KEPT));
+    let bytes = reading_posts.max(holding_edges);
+    let min = if bytes >= SPLIT_BYTES {
+        threads as u64
+    } else {
+        1
+    };
+    partition::partitions_in_rounds(bytes, budget, threads, min)
 }
 
-/// A post as read: its author, time, and whether it is deleted.
+/// A deleted post's time in a [`Post`]: no post is that old.
+const DELETED: i64 = i64::MIN;
+
+/// A post as read: its author, and its time or [`DELETED`].
 #[derive(Clone, Copy)]
 struct Post {
     author: i64,
     created: i64,
-    deleted: bool,
 }
 
-/// What a round's read gives one of its partitions: the follows of its followees, as
-/// (followee, follower), and its authors' posts, the newest night's record of each mid.
-#[derive(Default)]
-struct Read {
-    edges: Vec<(i64, i64)>,
-    posts: FxHashMap<i64, Post>,
+/// Room for a partition's share of `rows` spread by the hash, and a little more, so that a
+/// vector or map does not double past the budget.
+fn share(rows: u64, n: u32) -> usize {
+    let share = (rows / u64::from(n)) as usize;
+    share + share / 32 + 1024
 }
 
-/// Reads every follow and post once for the partitions of `round` (of `n`), each row going
-/// to the partition of its followee or author, the files of a night side by side; returns
-/// each partition's rows, in round order, and the follow and post rows read.
-fn read_round(
+/// Reads every post once for the partitions of `round` (of `n`), each going to the partition
+/// of its author: the newest night's record of each mid, the files of a night side by side.
+/// Returns each partition's posts by mid, in round order, and the post rows read.
+fn read_posts(
     fs: &FileSystems,
     inputs: &Inputs,
     round: &[u32],
     n: u32,
-) -> Result<(Vec<Read>, (u64, u64))> {
-    let slot = |id: i64| -> Option<usize> {
-        let b = crate::hash::id_bucket(id, n);
-        round.iter().position(|&p| p == b)
-    };
-    // The hash spreads edges evenly: room for each partition's share, and a little more, so
-    // a vector does not double past the budget.
-    let share = (inputs.follow_rows / u64::from(n)) as usize;
-    let edges: Vec<Mutex<Vec<(i64, i64)>>> = round
+) -> Result<(Vec<FxHashMap<i64, Post>>, u64)> {
+    let slot = |id: i64| slot(round, n, id);
+    // A later record by an author elsewhere, or without author, removes a mid. A mid appears
+    // once in a night, so a night's files go side by side and only older nights' records are
+    // looked up for removal.
+    let room = share(inputs.post_rows, n);
+    let posts: Vec<Mutex<FxHashMap<i64, Post>>> = round
         .iter()
-        .map(|_| Mutex::new(Vec::with_capacity(share + share / 32 + 1024)))
+        .map(|_| {
+            Mutex::new(FxHashMap::with_capacity_and_hasher(
+                room,
+                Default::default(),
+            ))
+        })
         .collect();
-    let follow_rows = AtomicU64::new(0);
-    for night in &inputs.follows {
-        night.par_iter().try_for_each(|f| {
-            partition::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
-                follow_rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
-                let follower = columns::ids(f, b, "follower")?;
-                let followee = columns::ids(f, b, "followee")?;
-                let mut mine: Vec<Vec<(i64, i64)>> = vec![Vec::new(); round.len()];
-                for i in 0..b.num_rows() {
-                    if let Some(s) = slot(followee.value(i)) {
-                        mine[s].push((followee.value(i), follower.value(i)));
-                    }
-                }
-                for (s, rows) in mine.into_iter().enumerate() {
-                    lock(&edges[s]).extend(rows);
-                }
-                Ok(())
-            })
-        })?;
-    }
-
-    // Posts by the authors of each partition, the newest night's record of each mid: a
-    // later record by an author elsewhere, or without author, removes it. A mid appears
-    // once in a night, so a night's files go side by side and only older nights' records
-    // are looked up for removal.
-    let posts: Vec<Mutex<FxHashMap<i64, Post>>> = round.iter().map(|_| Mutex::default()).collect();
     let post_rows = AtomicU64::new(0);
     for night in &inputs.posts {
         let replaces: Vec<bool> = posts.iter().map(|m| !lock(m).is_empty()).collect();
@@ -332,12 +350,8 @@ fn read_round(
                     match here {
                         Some((s, author)) => {
                             let deleted = deleted.is_some_and(|d| d.is_valid(i) && d.value(i));
-                            let post = Post {
-                                author,
-                                created: created.value(i),
-                                deleted,
-                            };
-                            found[s].push((m, post));
+                            let created = if deleted { DELETED } else { created.value(i) };
+                            found[s].push((m, Post { author, created }));
                         }
                         None => others.push(m),
                     }
@@ -365,84 +379,210 @@ fn read_round(
             })
         })?;
     }
-    let reads = edges
+    let maps = posts
         .into_iter()
-        .zip(posts)
-        .map(|(e, p)| Read {
+        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+        .collect();
+    Ok((maps, post_rows.into_inner()))
+}
+
+/// The slot in `round` of the partition (of `n`) that `id` hashes to, if it is in the round.
+fn slot(round: &[u32], n: u32, id: i64) -> Option<usize> {
+    let b = crate::hash::id_bucket(id, n);
+    round.iter().position(|&p| p == b)
+}
+
+/// A partition's authors with a post to serve, by uid (their fans not yet known), their
+/// newest K posts side by side, and the set of them that routes the follows.
+struct Posted {
+    authors: Vec<Author>,
+    posts: Vec<(i64, i64, i64)>,
+    uids: FxHashSet<i64>,
+    live: u64,
+    deleted: u64,
+}
+
+/// The newest K posts of each author of a partition's posts (deleted ones left out), kept in
+/// place of the sorted posts.
+fn newest_posts(posts: FxHashMap<i64, Post>, k: usize) -> Posted {
+    let mut by_author: Vec<(i64, i64, i64)> = Vec::with_capacity(posts.len());
+    let mut deleted = 0;
+    for (mid, post) in posts {
+        if post.created == DELETED {
+            deleted += 1;
+        } else {
+            by_author.push((post.author, post.created, mid));
+        }
+    }
+    let live = by_author.len() as u64;
+    // By author, newest first (ties by mid ascending: the feed order).
+    by_author.sort_unstable_by_key(|&(a, created, mid)| (a, std::cmp::Reverse(created), mid));
+    let count = by_author.chunk_by(|x, y| x.0 == y.0).count();
+    let mut authors = Vec::with_capacity(count);
+    let mut uids = FxHashSet::with_capacity_and_hasher(count, Default::default());
+    // `(author, created, mid)` becomes `(created, mid, version)`, written at or before where
+    // it was read.
+    let (mut read, mut kept) = (0, 0);
+    while read < by_author.len() {
+        let uid = by_author[read].0;
+        let own = by_author[read..].iter().take_while(|p| p.0 == uid).count();
+        let start = kept;
+        let mut prev = None;
+        for i in read..read + own.min(k) {
+            let (_, created, mid) = by_author[i];
+            let version = next_version(prev, created);
+            by_author[kept] = (created, mid, version);
+            prev = Some(version);
+            kept += 1;
+        }
+        read += own;
+        uids.insert(uid);
+        authors.push(Author {
+            uid,
+            fans: 0..0,
+            posts: start..kept,
+            celebrity: false,
+        });
+    }
+    by_author.truncate(kept);
+    Posted {
+        authors,
+        posts: by_author,
+        uids,
+        live,
+        deleted,
+    }
+}
+
+/// A partition's follows as read: `(followee, follower)` to authors with a post to serve (or
+/// every edge, see [`read_follows`]), and the edges to authors without one that were only
+/// counted.
+struct Edges {
+    edges: Vec<(i64, i64)>,
+    without_posts: u64,
+}
+
+/// Reads every follow once for the partitions of `round` (of `n`), each edge going to the
+/// partition of its followee, the files of a night side by side; returns each partition's
+/// edges, in round order, and the follow rows read.
+///
+/// An edge to an author with no post to serve is counted, not kept, when the follows are one
+/// night: a night holds a pair once ([`crate::dataset::follows`]), so the count is of
+/// distinct edges. Over several nights a pair may come again, so every edge is kept and the
+/// sort makes them distinct.
+fn read_follows(
+    fs: &FileSystems,
+    inputs: &Inputs,
+    round: &[u32],
+    n: u32,
+    posted: &[Posted],
+) -> Result<(Vec<Edges>, u64)> {
+    let keep_all = inputs.follows.len() > 1;
+    let room = share(inputs.follow_rows, n);
+    let edges: Vec<Mutex<Vec<(i64, i64)>>> = round
+        .iter()
+        .map(|_| Mutex::new(Vec::with_capacity(room)))
+        .collect();
+    let without_posts: Vec<AtomicU64> = round.iter().map(|_| AtomicU64::new(0)).collect();
+    let follow_rows = AtomicU64::new(0);
+    for night in &inputs.follows {
+        night.par_iter().try_for_each(|f| {
+            partition::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
+                follow_rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
+                let follower = columns::ids(f, b, "follower")?;
+                let followee = columns::ids(f, b, "followee")?;
+                let mut mine: Vec<Vec<(i64, i64)>> = vec![Vec::new(); round.len()];
+                let mut counted = vec![0u64; round.len()];
+                for (&a, &fan) in followee.values().iter().zip(follower.values().iter()) {
+                    if let Some(s) = slot(round, n, a) {
+                        if keep_all || posted[s].uids.contains(&a) {
+                            mine[s].push((a, fan));
+                        } else {
+                            counted[s] += 1;
+                        }
+                    }
+                }
+                for (s, rows) in mine.into_iter().enumerate() {
+                    lock(&edges[s]).extend(rows);
+                    without_posts[s].fetch_add(counted[s], Ordering::Relaxed);
+                }
+                Ok(())
+            })
+        })?;
+    }
+    let read = edges
+        .into_iter()
+        .zip(without_posts)
+        .map(|(e, w)| Edges {
             edges: e.into_inner().unwrap_or_else(|p| p.into_inner()),
-            posts: p.into_inner().unwrap_or_else(|p| p.into_inner()),
+            without_posts: w.into_inner(),
         })
         .collect();
-    let rows = (follow_rows.into_inner(), post_rows.into_inner());
-    Ok((reads, rows))
+    Ok((read, follow_rows.into_inner()))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Builds one partition's fan-out from what the round read for it.
-fn partition_of(read: Read, options: &InboxOptions) -> Built {
-    let mut stats = InboxStats::default();
-    let Read { mut edges, posts } = read;
+/// Builds one partition's fan-out from its edges and its authors' newest posts. An author
+/// with no post to serve is neither fanned out nor a celebrity: its edges have nothing to
+/// carry, and its timeline is empty at read time.
+fn partition_of(read: Edges, posted: Posted, options: &InboxOptions) -> Built {
+    let Edges {
+        mut edges,
+        without_posts,
+    } = read;
     edges.sort_unstable();
     edges.dedup();
-    stats.edges = edges.len() as u64;
+    let Posted {
+        mut authors,
+        posts,
+        uids,
+        live,
+        deleted,
+    } = posted;
+    drop(uids);
+    let mut stats = InboxStats {
+        edges: edges.len() as u64 + without_posts,
+        edges_without_posts: without_posts,
+        posts: live,
+        posts_deleted: deleted,
+        ..InboxStats::default()
+    };
 
-    let mut by_author: Vec<(i64, i64, i64)> = Vec::with_capacity(posts.len());
-    for (mid, post) in posts {
-        if post.deleted {
-            stats.posts_deleted += 1;
-        } else {
-            stats.posts += 1;
-            by_author.push((post.author, post.created, mid));
-        }
-    }
-    // By author, newest first (ties by mid ascending: the feed order).
-    by_author.sort_unstable_by_key(|&(a, created, mid)| (a, std::cmp::Reverse(created), mid));
-
-    let mut authors = Vec::new();
-    let mut rest_posts = &by_author[..];
-    let mut rest_edges = &edges[..];
-    while let Some(&(a, _)) = rest_edges.first() {
-        let fans_n = rest_edges.iter().take_while(|(e, _)| *e == a).count();
-        let fans: Vec<i64> = rest_edges[..fans_n].iter().map(|&(_, f)| f).collect();
-        rest_edges = &rest_edges[fans_n..];
-        // Skip the posts of authors nobody follows.
-        let skip = rest_posts.iter().take_while(|(u, ..)| *u < a).count();
-        rest_posts = &rest_posts[skip..];
-        let own = rest_posts.iter().take_while(|(u, ..)| *u == a).count();
-        let newest = &rest_posts[..own.min(options.k)];
-        rest_posts = &rest_posts[own..];
-        let celebrity = fans.len() as u64 > options.celebrity_threshold;
-        if celebrity {
-            stats.celebrities_skipped += 1;
-            stats.edges_to_celebrities += fans.len() as u64;
-        } else if newest.is_empty() {
-            stats.edges_without_posts += fans.len() as u64;
+    // Both are by uid: walk the edges' followees and the authors together.
+    let mut next = authors.iter_mut().peekable();
+    let mut start = 0;
+    while start < edges.len() {
+        let a = edges[start].0;
+        let fans_n = edges[start..].iter().take_while(|(e, _)| *e == a).count();
+        let fans = start..start + fans_n;
+        start += fans_n;
+        // Authors nobody follows keep no fans, and are left out below.
+        while next.next_if(|author| author.uid < a).is_some() {}
+        let Some(author) = next.next_if(|author| author.uid == a) else {
+            stats.edges_without_posts += fans_n as u64;
             continue;
-        } else {
-            stats.edges_fanned_out += fans.len() as u64;
-            stats.entries += (fans.len() * newest.len()) as u64;
-        }
-        let posts = if celebrity {
-            Vec::new()
-        } else {
-            let times: Vec<i64> = newest.iter().map(|&(_, t, _)| t).collect();
-            newest
-                .iter()
-                .zip(versions(&times))
-                .map(|(&(_, t, mid), v)| (t, mid, v))
-                .collect()
         };
-        authors.push(Author {
-            uid: a,
-            fans,
-            posts,
-            celebrity,
-        });
+        author.fans = fans;
+        if fans_n as u64 > options.celebrity_threshold {
+            author.celebrity = true;
+            author.posts = author.posts.start..author.posts.start;
+            stats.celebrities_skipped += 1;
+            stats.edges_to_celebrities += fans_n as u64;
+        } else {
+            stats.edges_fanned_out += fans_n as u64;
+            stats.entries += (fans_n * author.posts.len()) as u64;
+        }
     }
-    Built { authors, stats }
+    authors.retain(|a| !a.fans.is_empty());
+    Built {
+        authors,
+        edges,
+        posts,
+        stats,
+    }
 }
 
 /// Rows of the inbox table built and written at once: a partition's entries (up to K per
@@ -466,8 +606,8 @@ fn write_part(
             fans.push(a.fans.len() as i64);
             continue;
         }
-        for &(t, m, v) in &a.posts {
-            for &f in &a.fans {
+        for &(t, m, v) in built.posts(a) {
+            for f in built.fans(a) {
                 columns.push(f, a.uid, m, t, v);
                 if columns.uid.len() >= WRITE_BATCH {
                     writer.write(&columns.take())?;
@@ -560,12 +700,17 @@ mod tests {
 
     #[test]
     fn partitions_fit_the_budget_in_full_rounds() {
-        // Everything fits: one partition, however many threads.
+        // Little work: one partition, however many threads.
         assert_eq!(partitions(1_000, 1_000, 1 << 30, 2), 1);
-        // 21.1 M follows and 4.1 M posts at 1 GiB on 2 threads: 1.07 GB over 512 MiB is 2.
+        assert_eq!(partitions(1_000_000, 100_000, 1 << 30, 2), 1);
+        // Work worth splitting: a partition a thread, even when one would fit.
+        assert_eq!(partitions(5_000_000, 0, 1 << 30, 2), 2);
+        // 21.1 M follows and 4.1 M posts at 1 GiB on 2 threads: the edges and kept posts,
+        // 698 MB, over 512 MiB a thread are 2; at 512 MiB, 3 in two full rounds are 4.
         assert_eq!(partitions(21_100_000, 4_100_000, 1 << 30, 2), 2);
-        // Three partitions' worth on two threads become four: two full rounds.
-        let n = partitions(3 * (1 << 29) / BYTES_PER_FOLLOW, 0, 1 << 30, 2);
+        assert_eq!(partitions(21_100_000, 4_100_000, 1 << 29, 2), 4);
+        // Reading the posts can be the larger need.
+        let n = partitions(0, 3 * (1 << 29) / BYTES_PER_POST_READ, 1 << 30, 2);
         assert_eq!(n, 4);
         for threads in 1..=8 {
             let n = partitions(10_000_000, 2_000_000, 64 << 20, threads);
@@ -574,7 +719,9 @@ mod tests {
                 0,
                 "{n} partitions on {threads} threads"
             );
-            let per = (10_000_000 * BYTES_PER_FOLLOW + 2_000_000 * BYTES_PER_POST) / u64::from(n);
+            let reading = 2_000_000 * BYTES_PER_POST_READ;
+            let holding = 10_000_000 * BYTES_PER_FOLLOW + 2_000_000 * BYTES_PER_POST_KEPT;
+            let per = reading.max(holding) / u64::from(n);
             assert!(per * threads as u64 <= 64 << 20, "{per} bytes a partition");
         }
     }
