@@ -6,7 +6,9 @@
 //! directions are neighbouring rows. Each file's Parquet footer says which part it is
 //! ([`PAIR_PARTITION_KEY`] = `p/N`).
 //!
-//! Invariants: a reader may treat the files of one `p` as holding both directions of all
+//! Invariants: a night holds a `(follower, followee)` pair at most once (clean keeps one row
+//! of each, and `inbox` counts one night's edges without holding them on that promise); a
+//! reader may treat the files of one `p` as holding both directions of all
 //! their pairs only when every file it reads carries the key with the same `N`; it checks the
 //! order it relies on rather than trusting it. The hash is [`crate::hash::pair`], so the
 //! layout is the same on every machine and in every version (docs/formats.md).

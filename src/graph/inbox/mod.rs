@@ -10,17 +10,21 @@
 //! The input is every committed night up to the date of the cleaned follows (a pair counts
 //! once) and posts (a mid counts once, with its newest night's record; deleted posts and
 //! posts without an author never reach a feed). The authors are cut into hash partitions
-//! ([`crate::hash::id_bucket`]) so a partition fits the memory budget; a round of partitions
-//! reads every file once (rows routed to their partitions), is built in parallel, written as
-//! the part files of their numbers, then handed to the caller in partition order.
+//! ([`crate::hash::id_bucket`]) so a partition fits the memory budget. A round of partitions
+//! reads the posts, keeps each author's newest K, then reads the follows, holding only the
+//! edges to authors with a post to serve (one night's others are just counted); its
+//! partitions are built in parallel, written as the part files of their numbers, then handed
+//! to the caller in partition order.
 //!
 //! A slice (`--partition i/N`) builds every N-th partition of the authors, cut as if by one
 //! thread so every slice cuts alike, into `slice=i-of-N/` of each table: the slices hold
 //! disjoint authors, whole, and their union is the single run's rows.
 //!
 //! Invariants: every edge of a fanned-out author gets exactly min(K, its posts) entries, with
-//! strictly decreasing versions ([`feed::versions`]); every edge of a celebrity is reported
-//! once as a celebrity edge; both tables are committed together, or neither is.
+//! strictly decreasing versions ([`feed::versions`]); every edge of a celebrity (an author
+//! with a post to serve and more fans than the threshold) is reported once as a celebrity
+//! edge, every other edge once as fanned out or without posts; both tables are committed
+//! together, or neither is.
 
 pub mod feed;
 
