@@ -222,6 +222,16 @@ fn a_later_nights_record_replaces_the_earlier_one() {
             "围观//@南山:同感",
             "4974000000000100",
         ),
+        // 转发微博 was the only repost of 999, and is now one of 202 (a crawler's error, or
+        // a corrected root; neither root was crawled): it leaves 999's cascade, whatever
+        // partitions hold the two.
+        post(
+            "4974000000000105",
+            "2100000003",
+            "2026-11-29 14:00:00",
+            "转发微博",
+            "4974000000000202",
+        ),
     ];
     std::fs::write(night2.join("posts.jsonl"), lines.join("\n") + "\n").unwrap();
     for (input, date) in [
@@ -236,14 +246,30 @@ fn a_later_nights_record_replaces_the_earlier_one() {
             .args(["--date", date, "--max-reject-ratio", "0.5"]));
         assert!(out.status.success(), "{}", stderr(&out));
     }
-    for budget in ["1GiB", "1KiB"] {
+    let root = 4974000000000100i64;
+    let (moved_from, moved_to) = (4974000000000999i64, 4974000000000202i64);
+    // Whether a run held the two roots in different partitions of one round (two threads:
+    // rounds of two), where the new record must remove the old one from the other's.
+    let mut apart_in_a_round = false;
+    for budget in ["1GiB", "1KiB", "300B"] {
+        let report = dir.path().join(format!("report-{budget}.json"));
         let out = run(bin()
-            .args(["-q", "cascades", "--input"])
+            .env("RAYON_NUM_THREADS", "2")
+            .args(["-q", "--report"])
+            .arg(&report)
+            .args(["cascades", "--input"])
             .arg(&clean)
             .arg("--output")
             .arg(&graph)
             .args(["--date", next, "--memory-budget", budget]));
         assert!(out.status.success(), "{}", stderr(&out));
+        let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let n = report["cascades"]["partitions"].as_u64().unwrap() as u32;
+        let (a, b) = (
+            weibo_etl::hash::id_bucket(moved_from, n),
+            weibo_etl::hash::id_bucket(moved_to, n),
+        );
+        apart_in_a_round |= a != b && a / 2 == b / 2;
         let paths = rows(&graph.join(format!("repost_paths/dt={next}")));
         let of = |mid: i64| {
             let p = paths.iter().find(|r| r["mid"] == mid);
@@ -254,8 +280,8 @@ fn a_later_nights_record_replaces_the_earlier_one() {
                 )
             })
         };
-        let root = 4974000000000100i64;
         assert_eq!(of(4974000000000101), None, "{budget}: no longer a repost");
+        assert_eq!(of(4974000000000105), Some((moved_to, 1)), "{budget}: moved");
         assert_eq!(
             of(4974000000000102),
             Some((root, 1)),
@@ -277,5 +303,19 @@ fn a_later_nights_record_replaces_the_earlier_one() {
             (c["size"].as_i64(), c["depth"].as_i64()),
             (Some(3), Some(2))
         );
+        assert!(
+            !cascades.iter().any(|c| c["root_mid"] == moved_from),
+            "{budget}: 999 has no repost left"
+        );
+        let to: Vec<_> = cascades
+            .iter()
+            .filter(|c| c["root_mid"] == moved_to)
+            .collect();
+        assert_eq!(to.len(), 1, "{budget}");
+        assert_eq!(to[0]["size"].as_i64(), Some(1), "{budget}");
     }
+    assert!(
+        apart_in_a_round,
+        "no run held the two roots apart in one round"
+    );
 }

@@ -9,8 +9,11 @@
 //! The input is every committed night up to the date of the cleaned posts (those with a
 //! `retweet_mid`) and reposts, a mid counting once with its newest night's record, and the
 //! users, for the screen names the markers give. The roots are cut into hash partitions so a
-//! partition's reposts fit the memory budget; each partition is read, built and written on
-//! its own (in parallel), into the part files of its number.
+//! partition's reposts fit the memory budget. A round of partitions (one per thread) reads
+//! every file once, the files of a night side by side, each post going to the partition of
+//! its mid and each repost to that of its root, then the users once for the names the
+//! round's markers give; its partitions are then built and written in parallel, into the
+//! part files of their numbers.
 //!
 //! Invariants: every repost of a root lands in that root's partition, so each cascade is
 //! built whole; every repost record read is placed or counted (`reposts_without_author`);
@@ -19,7 +22,8 @@
 mod chain;
 mod tree;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, Int32Array, Int64Array,
@@ -172,9 +176,8 @@ const BYTES_PER_REPOST: u64 = 160;
 const BYTES_PER_POST: u64 = 40;
 
 /// Partitions for `rows` posts and reposts, `reposts` of them with a root: within the budget
-/// with `threads` built at once, and at least one per thread. A partition reads the
-/// fixed-width columns of every row but the texts of its own reposts only, so more
-/// partitions than the budget needs still share the costly part between the threads.
+/// with `threads` built at once, in full rounds, and at least one per thread, since a
+/// partition is built and written on one thread.
 fn partitions(rows: u64, reposts: u64, budget: u64, threads: usize) -> u32 {
     let bytes = reposts
         .saturating_mul(BYTES_PER_REPOST)
@@ -219,26 +222,31 @@ pub fn run(
     ];
     let result = (|| {
         let bar = crate::progress::count(mine.len() as u64, "cascades");
-        let parts: Vec<CascadesStats> = mine
-            .par_iter()
-            .map(|&p| {
-                let built = partition_of(fs, &inputs, p, n, options.top)?;
-                write_part(fs, &staged, p, &built, options.data_page_version)?;
-                bar.inc(1);
-                Ok(built.stats)
-            })
-            .collect::<Result<_>>()?;
-        bar.finish_and_clear();
-        partition::commit(fs, &staged)?;
         let mut stats = CascadesStats {
             partitions: n,
             ..CascadesStats::default()
         };
-        for part in &parts {
-            stats.add(part);
+        for round in mine.chunks(threads) {
+            let (reads, rows) = read_round(fs, &inputs, round, n)?;
+            let named = screen_names(fs, &inputs.users, &reads)?;
+            let parts: Vec<CascadesStats> = round
+                .par_iter()
+                .zip(reads)
+                .map(|(&p, read)| {
+                    let built = partition_of(read, &named, options.top);
+                    write_part(fs, &staged, p, &built, options.data_page_version)?;
+                    bar.inc(1);
+                    Ok(built.stats)
+                })
+                .collect::<Result<_>>()?;
+            for part in &parts {
+                stats.add(part);
+            }
+            // Every round reads every row: report the input once.
+            stats.rows_read = rows;
         }
-        // Every partition reads every row: report the input once.
-        stats.rows_read /= mine.len().max(1) as u64;
+        bar.finish_and_clear();
+        partition::commit(fs, &staged)?;
         keep_top(&mut stats.top, options.top);
         Ok(stats)
     })();
@@ -257,29 +265,140 @@ struct Read {
     name: Option<String>,
 }
 
-/// Reads one posts or reposts file into a partition's roots and reposts. Its fixed-width
-/// columns are read for every row; its text only for the reposts of roots here, which are
-/// the only ones whose markers matter (a mid appears once in a file, so the file's records
-/// replace older nights' in any order).
-/// Records of other files that this file's non-reposts may replace: `reposts` holds some
-/// when `replaces` (files of one entity and night hold distinct mids, so only those of
-/// earlier groups need looking up).
+/// What a round's read gives one of its partitions: its posts (the roots among them) and
+/// the newest record of each repost of its roots.
+#[derive(Default)]
+struct Reading {
+    roots: Roots,
+    reposts: FxHashMap<i64, Read>,
+}
+
+/// Reads every posts and reposts file once for the partitions of `round` (of `n`), the files
+/// of a night's entity side by side, each post going to the partition of its mid and each
+/// repost to that of its root; returns each partition's rows, in round order, and the rows
+/// read.
+fn read_round(
+    fs: &FileSystems,
+    inputs: &Inputs,
+    round: &[u32],
+    n: u32,
+) -> Result<(Vec<Reading>, u64)> {
+    // The hash spreads the reposts evenly.
+    let share = (inputs.repost_rows / u64::from(n)) as usize;
+    let parts: Vec<Mutex<Reading>> = round
+        .iter()
+        .map(|_| {
+            Mutex::new(Reading {
+                roots: Roots::default(),
+                reposts: FxHashMap::with_capacity_and_hasher(
+                    share + share / 16,
+                    Default::default(),
+                ),
+            })
+        })
+        .collect();
+    let rows = AtomicU64::new(0);
+    for night in &inputs.nights {
+        for group in night {
+            let replaces: Vec<bool> = parts.iter().map(|p| !lock(p).reposts.is_empty()).collect();
+            group.par_iter().try_for_each(|f| {
+                let read = read_file(fs, f, &|id| slot(round, n, id), round.len())?;
+                rows.fetch_add(read.rows, Ordering::Relaxed);
+                read.merge_into(&parts, &replaces);
+                Ok::<_, crate::error::Error>(())
+            })?;
+        }
+    }
+    let reads = parts
+        .into_iter()
+        .map(|p| {
+            let mut read = p.into_inner().unwrap_or_else(|p| p.into_inner());
+            read.roots.finish();
+            read
+        })
+        .collect();
+    Ok((reads, rows.into_inner()))
+}
+
+/// The slot in `round` of the partition (of `n`) that `id` hashes to, if it is in the round.
+fn slot(round: &[u32], n: u32, id: i64) -> Option<usize> {
+    let b = crate::hash::id_bucket(id, n);
+    round.iter().position(|&p| p == b)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One file's rows for a round's partitions.
+struct FileRead {
+    rows: u64,
+    /// By slot: the posts whose mid hashes there, with their authors.
+    roots: Vec<Vec<(i64, Option<i64>)>>,
+    /// The reposts of the round's roots, with the slot of their root.
+    found: Vec<(usize, i64, Read)>,
+    /// Mids whose record here is no repost of a root in the round.
+    gone: Vec<i64>,
+}
+
+impl FileRead {
+    /// Hands the rows to their partitions, one lock at a time. A mid whose record here goes
+    /// to slot `s`, or nowhere, leaves the other slots' reposts (older nights put it there);
+    /// files of one entity and night hold distinct mids, so only slots holding records of
+    /// earlier groups (`replaces`) look them up.
+    fn merge_into(self, parts: &[Mutex<Reading>], replaces: &[bool]) {
+        let FileRead {
+            roots, found, gone, ..
+        } = self;
+        let mut mine: Vec<Vec<(i64, Read)>> = (0..parts.len()).map(|_| Vec::new()).collect();
+        let mut moved: Vec<Vec<i64>> = vec![Vec::new(); parts.len()];
+        for (s, mid, read) in found {
+            for (t, m) in moved.iter_mut().enumerate() {
+                if t != s && replaces[t] {
+                    m.push(mid);
+                }
+            }
+            mine[s].push((mid, read));
+        }
+        for (t, ((part, roots), (mine, moved))) in parts
+            .iter()
+            .zip(roots)
+            .zip(mine.into_iter().zip(moved))
+            .enumerate()
+        {
+            let mut part = lock(part);
+            part.roots.0.extend(roots);
+            if replaces[t] {
+                for m in gone.iter().chain(&moved) {
+                    part.reposts.remove(m);
+                }
+            }
+            part.reposts.extend(mine);
+        }
+    }
+}
+
+/// Reads one posts or reposts file for a round of `slots` partitions, `slot` giving an id's.
+/// Its fixed-width columns are read for every row; its text only for the reposts of roots in
+/// the round, the only ones whose markers matter.
 fn read_file(
     fs: &FileSystems,
     f: &FileEntry,
-    mine: &dyn Fn(i64) -> bool,
-    stats: &mut CascadesStats,
-    roots: &mut Roots,
-    reposts: &mut FxHashMap<i64, Read>,
-    replaces: bool,
-) -> Result<()> {
+    slot: &dyn Fn(i64) -> Option<usize>,
+    slots: usize,
+) -> Result<FileRead> {
     let file = OpenedParquet::open(fs, f)?;
-    // The reposts of roots here, and which rows of the file they are.
-    let mut found: Vec<(i64, Read)> = Vec::new();
+    let mut read = FileRead {
+        rows: 0,
+        roots: vec![Vec::new(); slots],
+        found: Vec::new(),
+        gone: Vec::new(),
+    };
+    // Which rows of the file the found reposts are.
     let mut picked: Vec<BooleanArray> = Vec::new();
     let cols = ["mid", "uid", "created_at", "retweet_mid"];
     file.read_columns(None, &cols, &mut |b| {
-        stats.rows_read += b.num_rows() as u64;
+        read.rows += b.num_rows() as u64;
         let mid = columns::ids(f, b, "mid")?;
         let uid = columns::opt_ids(b, "uid");
         let created = columns::times(f, b, "created_at")?;
@@ -288,24 +407,23 @@ fn read_file(
         for i in 0..b.num_rows() {
             let m = mid.value(i);
             let author = columns::opt(uid, i);
-            if mine(m) {
-                roots.0.push((m, author));
+            if let Some(s) = slot(m) {
+                read.roots[s].push((m, author));
             }
-            match columns::opt(rt, i).filter(|&r| r != m && mine(r)) {
-                Some(root) => {
-                    let read = Read {
+            let root = columns::opt(rt, i).filter(|&r| r != m);
+            match root.and_then(|r| slot(r).map(|s| (s, r))) {
+                Some((s, root)) => {
+                    let repost = Read {
                         root,
                         uid: author,
                         created: created.value(i),
                         name: None,
                     };
-                    found.push((m, read));
+                    read.found.push((s, m, repost));
                     pick.append(true);
                 }
                 None => {
-                    if replaces {
-                        reposts.remove(&m);
-                    }
+                    read.gone.push(m);
                     pick.append(false);
                 }
             }
@@ -313,9 +431,10 @@ fn read_file(
         picked.push(BooleanArray::new(pick.finish(), None));
         Ok(())
     })?;
-    if !found.is_empty() && file.has_column("text") {
+    if !read.found.is_empty() && file.has_column("text") {
         let mut next = 0usize;
         let selection = RowSelection::from_filters(&picked);
+        let found = &mut read.found;
         file.read_selected(&["text"], selection, &mut |b| {
             let Some(text) = b
                 .column_by_name("text")
@@ -324,9 +443,9 @@ fn read_file(
                 return Ok(());
             };
             for i in 0..b.num_rows() {
-                if let Some((_, read)) = found.get_mut(next) {
+                if let Some((_, _, repost)) = found.get_mut(next) {
                     if text.is_valid(i) {
-                        read.name = first_marker(text.value(i)).map(str::to_string);
+                        repost.name = first_marker(text.value(i)).map(str::to_string);
                     }
                 }
                 next += 1;
@@ -341,8 +460,48 @@ fn read_file(
             });
         }
     }
-    reposts.extend(found);
-    Ok(())
+    Ok(read)
+}
+
+/// The uid of each screen name the round's markers give, the newest night's holder of each
+/// (the users' files read side by side, their finds taken in file order).
+fn screen_names(
+    fs: &FileSystems,
+    users: &[FileEntry],
+    reads: &[Reading],
+) -> Result<FxHashMap<String, i64>> {
+    let wanted: FxHashSet<&str> = reads
+        .iter()
+        .flat_map(|r| r.reposts.values().filter_map(|r| r.name.as_deref()))
+        .collect();
+    let mut named: FxHashMap<String, i64> = FxHashMap::default();
+    if wanted.is_empty() {
+        return Ok(named);
+    }
+    let found: Vec<Vec<(String, i64)>> = users
+        .par_iter()
+        .map(|f| {
+            let mut found = Vec::new();
+            partition::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
+                let uid = columns::ids(f, b, "uid")?;
+                let Some(names) = b
+                    .column_by_name("screen_name")
+                    .and_then(|c| c.as_string_opt::<i32>())
+                else {
+                    return Ok(());
+                };
+                for i in 0..b.num_rows() {
+                    if names.is_valid(i) && wanted.contains(names.value(i)) {
+                        found.push((names.value(i).to_string(), uid.value(i)));
+                    }
+                }
+                Ok(())
+            })?;
+            Ok(found)
+        })
+        .collect::<Result<_>>()?;
+    named.extend(found.into_iter().flatten());
+    Ok(named)
 }
 
 /// The posts of a partition (the roots among them) with their authors: pushed as read, then
@@ -380,48 +539,9 @@ struct Built {
     stats: CascadesStats,
 }
 
-fn partition_of(fs: &FileSystems, inputs: &Inputs, p: u32, n: u32, top: usize) -> Result<Built> {
-    let mine = |root: i64| crate::hash::id_bucket(root, n) == p;
+fn partition_of(read: Reading, named: &FxHashMap<String, i64>, top: usize) -> Built {
     let mut stats = CascadesStats::default();
-    // Posts whose mid hashes here (the roots among them), with their authors.
-    let mut roots = Roots::default();
-    // Reposts of roots here: mid -> the newest record read. The hash spreads them evenly.
-    let share = (inputs.repost_rows / u64::from(n)) as usize;
-    let mut reposts: FxHashMap<i64, Read> =
-        FxHashMap::with_capacity_and_hasher(share + share / 16, Default::default());
-    for night in &inputs.nights {
-        for group in night {
-            let replaces = !reposts.is_empty();
-            for f in group {
-                read_file(fs, f, &mine, &mut stats, &mut roots, &mut reposts, replaces)?;
-            }
-        }
-    }
-    roots.finish();
-
-    // The uids of the names the markers give, the newest night's holder of each.
-    let wanted: FxHashSet<&str> = reposts.values().filter_map(|r| r.name.as_deref()).collect();
-    let mut named: FxHashMap<String, i64> = FxHashMap::default();
-    if !wanted.is_empty() {
-        for f in &inputs.users {
-            partition::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
-                let uid = columns::ids(f, b, "uid")?;
-                let Some(names) = b
-                    .column_by_name("screen_name")
-                    .and_then(|c| c.as_string_opt::<i32>())
-                else {
-                    return Ok(());
-                };
-                for i in 0..b.num_rows() {
-                    if names.is_valid(i) && wanted.contains(names.value(i)) {
-                        named.insert(names.value(i).to_string(), uid.value(i));
-                    }
-                }
-                Ok(())
-            })?;
-        }
-    }
-
+    let Reading { roots, reposts } = read;
     let mut by_root: Vec<(i64, Repost)> = Vec::with_capacity(reposts.len());
     for (mid, r) in reposts {
         let Some(uid) = r.uid else {
@@ -482,7 +602,7 @@ fn partition_of(fs: &FileSystems, inputs: &Inputs, p: u32, n: u32, top: usize) -
         built.cascades.push(cascade);
     }
     keep_top(&mut built.stats.top, top);
-    Ok(built)
+    built
 }
 
 /// Writes partition `p`'s rows as part `p` of both staged tables.
