@@ -6,3 +6,4 @@ pub mod cascades;
 pub mod friends;
 pub mod inbox;
 pub mod rank;
+pub mod round;

@@ -39,6 +39,7 @@ use crate::dataset::columns;
 use crate::dataset::partition::{self, OpenedParquet, Staged};
 use crate::dataset::slice::Slice;
 use crate::error::Result;
+use crate::graph::round::{lock, slot};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
 pub use chain::first_marker;
@@ -318,16 +319,6 @@ fn read_round(
         })
         .collect();
     Ok((reads, rows.into_inner()))
-}
-
-/// The slot in `round` of the partition (of `n`) that `id` hashes to, if it is in the round.
-fn slot(round: &[u32], n: u32, id: i64) -> Option<usize> {
-    let b = crate::hash::id_bucket(id, n);
-    round.iter().position(|&p| p == b)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One file's rows for a round's partitions.

@@ -42,6 +42,7 @@ use crate::dataset::inbox::{celebrities_schema, inbox_schema, CELEBRITIES_TABLE,
 use crate::dataset::partition::{self, Staged};
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
+use crate::graph::round::{lock, slot};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
 pub use feed::{merge, newest_first, next_version, versions, Entry};
@@ -390,12 +391,6 @@ fn read_posts(
     Ok((maps, post_rows.into_inner()))
 }
 
-/// The slot in `round` of the partition (of `n`) that `id` hashes to, if it is in the round.
-fn slot(round: &[u32], n: u32, id: i64) -> Option<usize> {
-    let b = crate::hash::id_bucket(id, n);
-    round.iter().position(|&p| p == b)
-}
-
 /// A partition's authors with a post to serve, by uid (their fans not yet known), their
 /// newest K posts side by side, and the filter that routes the follows.
 struct Posted {
@@ -563,10 +558,6 @@ fn read_follows(
         })
         .collect();
     Ok((read, follow_rows.into_inner()))
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Builds one partition's fan-out from its edges and its authors' newest posts. An author
