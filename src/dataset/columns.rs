@@ -2,7 +2,9 @@
 //! them (load, rank): a required column that is missing, of another type or with a null id
 //! is a [`Error::BadInput`] naming the file and the column, not a panic or a silent 0.
 
-use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
+use arrow::array::{
+    Array, AsArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+};
 use arrow::datatypes::{Int64Type, TimestampMillisecondType};
 
 use crate::error::{Error, Result};
@@ -55,6 +57,12 @@ pub fn times<'a>(
 pub fn opt_ids<'a>(b: &'a RecordBatch, column: &str) -> Option<&'a Int64Array> {
     b.column_by_name(column)
         .and_then(|c| c.as_primitive_opt::<Int64Type>())
+}
+
+/// An optional text column: `None` when absent or of another type.
+pub fn opt_texts<'a>(b: &'a RecordBatch, column: &str) -> Option<&'a StringArray> {
+    b.column_by_name(column)
+        .and_then(|c| c.as_string_opt::<i32>())
 }
 
 /// Row `i` of an optional column: `None` when the column is absent or the value null.

@@ -154,9 +154,7 @@ pub fn compute(
     for f in inputs.users {
         partition::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
             let uid = ids(f, b, "uid")?;
-            let name = b
-                .column_by_name("screen_name")
-                .and_then(|c| c.as_string_opt::<i32>());
+            let name = crate::dataset::columns::opt_texts(b, "screen_name");
             for i in 0..b.num_rows() {
                 let u = uid.value(i);
                 if mine(u) {

@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, Int32Array, Int64Array,
-    Int64Builder, ListBuilder, RecordBatch, TimestampMillisecondArray,
+    Array, ArrayRef, BooleanArray, BooleanBufferBuilder, Int32Array, Int64Array, Int64Builder,
+    ListBuilder, RecordBatch, TimestampMillisecondArray,
 };
 use parquet::arrow::arrow_reader::RowSelection;
 use rayon::prelude::*;
@@ -39,7 +39,7 @@ use crate::dataset::columns;
 use crate::dataset::partition::{self, OpenedParquet, Staged};
 use crate::dataset::slice::Slice;
 use crate::error::Result;
-use crate::graph::round::{lock, slot};
+use crate::graph::round::{lock, slot, Newest};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
 pub use chain::first_marker;
@@ -286,36 +286,36 @@ fn read_round(
 ) -> Result<(Vec<Reading>, u64)> {
     // The hash spreads the reposts evenly.
     let share = (inputs.repost_rows / u64::from(n)) as usize;
-    let parts: Vec<Mutex<Reading>> = round
-        .iter()
-        .map(|_| {
-            Mutex::new(Reading {
-                roots: Roots::default(),
-                reposts: FxHashMap::with_capacity_and_hasher(
-                    share + share / 16,
-                    Default::default(),
-                ),
-            })
-        })
-        .collect();
+    let reposts = Newest::with_room(round.len(), share + share / 16);
+    let roots: Vec<Mutex<Roots>> = round.iter().map(|_| Mutex::default()).collect();
     let rows = AtomicU64::new(0);
     for night in &inputs.nights {
         for group in night {
-            let replaces: Vec<bool> = parts.iter().map(|p| !lock(p).reposts.is_empty()).collect();
+            let holding = reposts.holding();
             group.par_iter().try_for_each(|f| {
                 let read = read_file(fs, f, &|id| slot(round, n, id), round.len())?;
                 rows.fetch_add(read.rows, Ordering::Relaxed);
-                read.merge_into(&parts, &replaces);
+                for (part, found) in roots.iter().zip(read.roots) {
+                    lock(part).0.extend(found);
+                }
+                // By slot, in the order the texts were matched to them.
+                let mut found: Vec<Vec<(i64, Read)>> =
+                    (0..round.len()).map(|_| Vec::new()).collect();
+                for (s, mid, repost) in read.found {
+                    found[s].push((mid, repost));
+                }
+                reposts.merge(found, &read.gone, &holding);
                 Ok::<_, crate::error::Error>(())
             })?;
         }
     }
-    let reads = parts
+    let reads = roots
         .into_iter()
-        .map(|p| {
-            let mut read = p.into_inner().unwrap_or_else(|p| p.into_inner());
-            read.roots.finish();
-            read
+        .zip(reposts.into_maps())
+        .map(|(roots, reposts)| {
+            let mut roots = roots.into_inner().unwrap_or_else(|p| p.into_inner());
+            roots.finish();
+            Reading { roots, reposts }
         })
         .collect();
     Ok((reads, rows.into_inner()))
@@ -326,47 +326,10 @@ struct FileRead {
     rows: u64,
     /// By slot: the posts whose mid hashes there, with their authors.
     roots: Vec<Vec<(i64, Option<i64>)>>,
-    /// The reposts of the round's roots, with the slot of their root.
+    /// The reposts of the round's roots, with the slot of their root, in row order.
     found: Vec<(usize, i64, Read)>,
     /// Mids whose record here is no repost of a root in the round.
     gone: Vec<i64>,
-}
-
-impl FileRead {
-    /// Hands the rows to their partitions, one lock at a time. A mid whose record here goes
-    /// to slot `s`, or nowhere, leaves the other slots' reposts (older nights put it there);
-    /// files of one entity and night hold distinct mids, so only slots holding records of
-    /// earlier groups (`replaces`) look them up.
-    fn merge_into(self, parts: &[Mutex<Reading>], replaces: &[bool]) {
-        let FileRead {
-            roots, found, gone, ..
-        } = self;
-        let mut mine: Vec<Vec<(i64, Read)>> = (0..parts.len()).map(|_| Vec::new()).collect();
-        let mut moved: Vec<Vec<i64>> = vec![Vec::new(); parts.len()];
-        for (s, mid, read) in found {
-            for (t, m) in moved.iter_mut().enumerate() {
-                if t != s && replaces[t] {
-                    m.push(mid);
-                }
-            }
-            mine[s].push((mid, read));
-        }
-        for (t, ((part, roots), (mine, moved))) in parts
-            .iter()
-            .zip(roots)
-            .zip(mine.into_iter().zip(moved))
-            .enumerate()
-        {
-            let mut part = lock(part);
-            part.roots.0.extend(roots);
-            if replaces[t] {
-                for m in gone.iter().chain(&moved) {
-                    part.reposts.remove(m);
-                }
-            }
-            part.reposts.extend(mine);
-        }
-    }
 }
 
 /// Reads one posts or reposts file for a round of `slots` partitions, `slot` giving an id's.
@@ -427,10 +390,7 @@ fn read_file(
         let selection = RowSelection::from_filters(&picked);
         let found = &mut read.found;
         file.read_selected(&["text"], selection, &mut |b| {
-            let Some(text) = b
-                .column_by_name("text")
-                .and_then(|c| c.as_string_opt::<i32>())
-            else {
+            let Some(text) = columns::opt_texts(b, "text") else {
                 return Ok(());
             };
             for i in 0..b.num_rows() {
@@ -475,10 +435,7 @@ fn screen_names(
             let mut found = Vec::new();
             partition::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
                 let uid = columns::ids(f, b, "uid")?;
-                let Some(names) = b
-                    .column_by_name("screen_name")
-                    .and_then(|c| c.as_string_opt::<i32>())
-                else {
+                let Some(names) = columns::opt_texts(b, "screen_name") else {
                     return Ok(());
                 };
                 for i in 0..b.num_rows() {

@@ -42,10 +42,11 @@ use crate::dataset::inbox::{celebrities_schema, inbox_schema, CELEBRITIES_TABLE,
 use crate::dataset::partition::{self, Staged};
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
-use crate::graph::round::{lock, slot};
+use crate::graph::round::{lock, slot, Newest};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
-pub use feed::{merge, newest_first, next_version, versions, Entry};
+use feed::next_version;
+pub use feed::{merge, newest_first, versions, Entry};
 
 #[derive(Clone, Debug)]
 pub struct InboxOptions {
@@ -320,22 +321,11 @@ fn read_posts(
     n: u32,
 ) -> Result<(Vec<FxHashMap<i64, Post>>, u64)> {
     let slot = |id: i64| slot(round, n, id);
-    // A later record by an author elsewhere, or without author, removes a mid. A mid appears
-    // once in a night, so a night's files go side by side and only older nights' records are
-    // looked up for removal.
-    let room = share(inputs.post_rows, n);
-    let posts: Vec<Mutex<FxHashMap<i64, Post>>> = round
-        .iter()
-        .map(|_| {
-            Mutex::new(FxHashMap::with_capacity_and_hasher(
-                room,
-                Default::default(),
-            ))
-        })
-        .collect();
+    // A later record by an author elsewhere, or without author, removes a mid.
+    let posts = Newest::with_room(round.len(), share(inputs.post_rows, n));
     let post_rows = AtomicU64::new(0);
     for night in &inputs.posts {
-        let replaces: Vec<bool> = posts.iter().map(|m| !lock(m).is_empty()).collect();
+        let holding = posts.holding();
         night.par_iter().try_for_each(|f| {
             let cols = ["mid", "uid", "created_at", "is_deleted"];
             partition::read_parquet_columns(fs, f, &cols, &mut |b| {
@@ -361,34 +351,12 @@ fn read_posts(
                         None => others.push(m),
                     }
                 }
-                // One lock at a time. A mid whose record now goes to partition `s` leaves
-                // the others' maps (older nights put it there), as does one going nowhere.
-                for (t, map) in posts.iter().enumerate() {
-                    if !replaces[t] {
-                        continue;
-                    }
-                    let mut map = lock(map);
-                    let moved = found
-                        .iter()
-                        .enumerate()
-                        .filter(|&(s, _)| s != t)
-                        .flat_map(|(_, rows)| rows.iter().map(|(m, _)| m));
-                    for m in others.iter().chain(moved) {
-                        map.remove(m);
-                    }
-                }
-                for (s, rows) in found.into_iter().enumerate() {
-                    lock(&posts[s]).extend(rows);
-                }
+                posts.merge(found, &others, &holding);
                 Ok(())
             })
         })?;
     }
-    let maps = posts
-        .into_iter()
-        .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
-        .collect();
-    Ok((maps, post_rows.into_inner()))
+    Ok((posts.into_maps(), post_rows.into_inner()))
 }
 
 /// A partition's authors with a post to serve, by uid (their fans not yet known), their
@@ -479,7 +447,7 @@ impl MayPost {
 
     /// The bit of `id`: the top bits of a multiplicative hash.
     fn bit(&self, id: i64) -> usize {
-        ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        ((id as u64).wrapping_mul(crate::hash::GOLDEN) >> self.shift) as usize
     }
 
     fn insert(&mut self, id: i64) {
