@@ -8,9 +8,9 @@
 //! - [`raw`]: readers for raw crawled files (formats, compression, encodings), on top of the
 //!   shared mapping types in `raw::mapping`;
 //! - [`clean`]: the cleaning rules and the `clean` job;
-//! - [`load`]: cleaned Parquet into pre-split HBase tables, counters, resumable; its
-//!   [`load::layout`] owns every table, rowkey and cell any job writes or reads;
-//! - [`graph`]: batch graph analytics (mutual follows, `graph::friends`);
+//! - [`load`]: cleaned Parquet into pre-split HBase tables, counters, resumable;
+//! - [`graph`]: batch graph analytics, one folder per job (friends, rank, inbox, cascades),
+//!   each with its HBase output beside it;
 //! - [`verify`]: sampled read-back of the loaded tables, with latencies;
 //! - [`pipeline`]: the nightly job file, its lock and its stages, for `weibo-etl run`;
 //! - [`yarn`]: a job's slices as the map tasks of a YARN job (Hadoop Streaming), and the job
@@ -22,7 +22,9 @@
 //! - [`values`]: the value rules readers and the cleaner share (ids, counts, times, text);
 //! - [`hash`]: the one stable hash; [`spill`]: local scratch files;
 //! - [`hdfs`]: files by URL (HDFS or local), listing, globbing, streaming, atomic writes;
-//! - [`hbase`]: Thrift1 data calls and Thrift2 admin (namespaces, pre-split tables);
+//! - [`hbase`]: the HBase room: Thrift1 data calls and Thrift2 admin, the table contract
+//!   ([`hbase::layout`]: every table, rowkey and cell any job writes or reads) and the one
+//!   way in ([`hbase::write`]: routing, Thrift writers, HFiles and their hand-over);
 //! - [`report`] and [`progress`]: what a run tells its operator;
 //! - [`error`]: the error type and the exit codes cron sees.
 //!
@@ -81,8 +83,8 @@ mod house {
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
-                // `crate::load::layout` is the HBase layout contract, not the load job.
-                let layout = name == "load" && text[at..].starts_with("crate::load::layout");
+                // `crate::hbase::layout` is the HBase layout contract, not the load job.
+                let layout = name == "load" && text[at..].starts_with("crate::hbase::layout");
                 if name != module && !layout {
                     found.insert(name);
                 }

@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use crate::dataset::partition;
 use crate::error::Result;
+use crate::hbase::layout::{cell, keys, Table};
 use crate::hbase::{Connection, Timeouts};
 use crate::hdfs::{FileSystems, Location};
-use crate::load::layout::{cell, keys, Table};
 
 /// What was checked, what differed, and how fast the reads were.
 #[derive(Clone, Debug, Default, Serialize)]

@@ -124,7 +124,7 @@ pub mod cluster {
 
     /// Every table a night writes: `load`'s and `friends --load`'s.
     pub fn every_table() -> Vec<&'static str> {
-        use weibo_etl::load::Table;
+        use weibo_etl::hbase::layout::Table;
         Table::ALL
             .iter()
             .chain([&Table::Friend])

@@ -4,8 +4,8 @@
 use std::process::Command;
 
 use weibo_etl::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
+use weibo_etl::hbase::layout::keys;
 use weibo_etl::hbase::{Connection, Put, Timeouts};
-use weibo_etl::load::layout::keys;
 
 use crate::harness::{bin, cluster, run, stderr, stdout};
 

@@ -4,9 +4,9 @@
 
 use weibo_etl::hbase::admin::{Admin, FamilySpec, TableSpec};
 use weibo_etl::hbase::hfile::{Cell, Codec, HFileWriter, WriterOptions};
+use weibo_etl::hbase::layout::keys;
 use weibo_etl::hbase::{Connection, Timeouts};
 use weibo_etl::hdfs::FileSystems;
-use weibo_etl::load::layout::keys;
 
 use crate::harness::{bin, cluster, run, stderr, stdout};
 

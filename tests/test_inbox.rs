@@ -318,7 +318,7 @@ mod cluster_tests {
 
     /// Every version of every cell of the inbox rows of `users` in `ns`.
     fn inbox_cells(ns: &str, users: &BTreeSet<i64>) -> Vec<(i64, Vec<VersionedCell>)> {
-        use weibo_etl::load::layout::keys;
+        use weibo_etl::hbase::layout::keys;
         let timeouts = weibo_etl::hbase::Timeouts::default();
         let mut admin = weibo_etl::hbase::admin::Admin::connect(cluster::THRIFT2, timeouts)
             .expect("thrift2 gateway");

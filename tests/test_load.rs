@@ -249,7 +249,7 @@ fn sample_round_trip_counts_queries_happybase_and_rerun() {
     conn.put(
         &format!("{ns}:user"),
         &[
-            weibo_etl::hbase::Put::new(weibo_etl::load::layout::keys::user_key(1669879400))
+            weibo_etl::hbase::Put::new(weibo_etl::hbase::layout::keys::user_key(1669879400))
                 .cell("info:screen_name", "tampered"),
         ],
         i64::MAX / 2,
@@ -503,7 +503,7 @@ fn friends_load_writes_friend_rows_counts_and_mutual_flags() {
     let friends_of = conn
         .scan_prefix(
             &format!("{ns}:friend"),
-            &weibo_etl::load::layout::keys::user_key(1195230310),
+            &weibo_etl::hbase::layout::keys::user_key(1195230310),
             10,
         )
         .unwrap();
@@ -517,25 +517,25 @@ fn friends_load_writes_friend_rows_counts_and_mutual_flags() {
     let user = row(
         &mut conn,
         &format!("{ns}:user"),
-        &weibo_etl::load::layout::keys::user_key(1195230310),
+        &weibo_etl::hbase::layout::keys::user_key(1195230310),
     );
     assert_eq!(user.get("count:friends").unwrap(), 2i64.to_be_bytes());
     let edge = row(
         &mut conn,
         &format!("{ns}:follow"),
-        &weibo_etl::load::layout::keys::follow_key(1669879400, 1195230310),
+        &weibo_etl::hbase::layout::keys::follow_key(1669879400, 1195230310),
     );
     assert_eq!(edge.get("r:mutual"), Some(&b"1"[..]));
     let one_way = row(
         &mut conn,
         &format!("{ns}:follow"),
-        &weibo_etl::load::layout::keys::follow_key(6012345678, 1669879400),
+        &weibo_etl::hbase::layout::keys::follow_key(6012345678, 1669879400),
     );
     assert_eq!(one_way.get("r:mutual"), None);
     let fan = row(
         &mut conn,
         &format!("{ns}:fans"),
-        &weibo_etl::load::layout::keys::fans_key(1195230310, 5872301234),
+        &weibo_etl::hbase::layout::keys::fans_key(1195230310, 5872301234),
     );
     assert_eq!(fan.get("r:mutual"), Some(&b"1"[..]));
 
@@ -664,7 +664,7 @@ fn counter(conn: &mut Connection, ns: &str, uid: i64, column: &str) -> i64 {
     let user = row(
         conn,
         &format!("{ns}:user"),
-        &weibo_etl::load::layout::keys::user_key(uid),
+        &weibo_etl::hbase::layout::keys::user_key(uid),
     );
     let cell = user
         .get(column)

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 use weibo_etl::dev::cluster::{self, ClusterPaths, UpOptions};
+use weibo_etl::hbase::layout::{cell, keys, Table};
 use weibo_etl::hbase::Connection;
-use weibo_etl::load::layout::{cell, keys, Table};
 use weibo_etl::report::Report;
 
 use super::Context;

@@ -3,13 +3,10 @@
 
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
-use weibo_etl::dataset::partition;
 use weibo_etl::dataset::slice::Slice;
 use weibo_etl::graph::inbox::{self, InboxOptions, InboxStats};
-use weibo_etl::hbase::admin::Admin;
-use weibo_etl::hbase::{Connection, Put};
-use weibo_etl::load::layout::{self, keys, Table, CELEBRITY_FAMILY, INBOX_FAMILY};
-use weibo_etl::load::{self, LoadOptions};
+use weibo_etl::hbase::layout::Table;
+use weibo_etl::hbase::write::{WriteOptions, WriteReport};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -88,7 +85,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         data_page_version: args.parquet.data_page_version,
         slice: args.partition.unwrap_or(Slice::ALL),
     };
-    let outcome = (|| -> Result<(InboxStats, Option<load::LoadReport>)> {
+    let outcome = (|| -> Result<(InboxStats, Option<WriteReport>)> {
         let clean = ctx.fs.parse(&args.input)?;
         let output = ctx.fs.parse(&args.output)?;
         if !args.load {
@@ -96,60 +93,14 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 .context("building the inbox")?;
             return Ok((stats, None));
         }
-        ensure_inbox_table(ctx, args.k, args.regions)?;
-        let load_options = LoadOptions {
+        let hbase = WriteOptions {
             regions: args.regions,
             ..args
                 .route
-                .apply(ctx.load_options(String::new(), date.clone(), vec![Table::Inbox]))
+                .apply(ctx.write_options(date.clone(), vec![Table::Inbox]))
         };
-        // --via auto weighs the follow rows: each becomes up to K cells.
-        let follow_rows = || -> weibo_etl::Result<u64> {
-            let follows = partition::history(&ctx.fs, &clean, "follows", &date)?;
-            partition::parquet_rows(&ctx.fs, &follows)
-        };
-        let route = load::Route {
-            fs: &ctx.fs,
-            root: output.clone(),
-            rows: &follow_rows,
-        };
-        let run_ts = load::cell_timestamp(&date)?;
-        let mut stats = None;
-        let written = load::write_routed_with(&route, &load_options, &mut |sink| {
-            let s = inbox::run(&ctx.fs, &clean, &output, &options, &mut |built| {
-                for a in &built.authors {
-                    if a.celebrity {
-                        let column = layout::inbox_column(CELEBRITY_FAMILY, a.uid);
-                        let fans = (a.fans.len() as i64).to_be_bytes();
-                        for f in built.fans(a) {
-                            let put = Put {
-                                key: keys::user_key(f),
-                                cells: vec![(column.clone(), fans.to_vec())],
-                            };
-                            sink(Table::Inbox, put, run_ts)?;
-                        }
-                        continue;
-                    }
-                    // Post by post, so the writers batch each version's cells together.
-                    let column = layout::inbox_column(INBOX_FAMILY, a.uid);
-                    for &(created, mid, version) in built.posts(a) {
-                        let post = keys::post_key(a.uid, created, mid);
-                        for f in built.fans(a) {
-                            let put = Put {
-                                key: keys::user_key(f),
-                                cells: vec![(column.clone(), post.clone())],
-                            };
-                            sink(Table::Inbox, put, version)?;
-                        }
-                    }
-                }
-                Ok(())
-            })?;
-            stats = Some(s);
-            Ok(())
-        })
-        .context("writing the inbox table")?;
-        let stats = stats.context("the inbox job produced no report")?;
+        let (stats, written) = inbox::hbase::run(&ctx.fs, &clean, &output, &options, &hbase)
+            .context("writing the inbox table")?;
         Ok((stats, Some(written)))
     })();
     let (s, written) = match outcome {
@@ -186,34 +137,4 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     }
     report.set("inbox", &s);
     ctx.finish_report(&report, None)
-}
-
-/// Creates the inbox table with `VERSIONS = k` on `f`, or checks that the one there has it:
-/// HBase keeps at most VERSIONS cells a column, so another K would silently cut or pad feeds.
-fn ensure_inbox_table(ctx: &Context, k: u32, regions: u32) -> Result<()> {
-    let ns = &ctx.global.namespace;
-    let mut admin = Admin::connect(&ctx.admin_addr(), ctx.timeouts)?;
-    admin.ensure_namespace(ns)?;
-    if !admin.table_exists(ns, Table::Inbox.name())? {
-        let mut spec = Table::Inbox.spec(ns, weibo_etl::hbase::admin::Compression::None);
-        for f in &mut spec.families {
-            if f.name == INBOX_FAMILY {
-                f.max_versions = k as i32;
-            }
-        }
-        admin.create_table(&spec, &keys::split_points(regions))?;
-        return Ok(());
-    }
-    let table = Table::Inbox.in_namespace(ns);
-    let mut conn = Connection::connect(&ctx.global.hbase, ctx.timeouts)?;
-    let versions = conn.family_versions(&table)?;
-    match versions.get(INBOX_FAMILY) {
-        Some(&v) if v == k as i32 => Ok(()),
-        found => Err(weibo_etl::Error::Usage(format!(
-            "{table} keeps {} versions of {INBOX_FAMILY}, not --k {k}: drop it first \
-             (weibo-etl tables drop) to change K",
-            found.map_or("no".to_string(), |v| v.to_string())
-        ))
-        .into()),
-    }
 }

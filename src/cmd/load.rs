@@ -4,7 +4,9 @@ use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::dataset::slice::Slice;
 use weibo_etl::hbase::admin::Compression;
-use weibo_etl::load::{self, LoadOptions, Table};
+use weibo_etl::hbase::layout::Table;
+use weibo_etl::hbase::write::WriteOptions;
+use weibo_etl::load::{self, LoadOptions};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -28,7 +30,7 @@ each, a unit of work each). Only the counters that differ from what the namespac
 holds are written, so a night's counter puts follow what it changed; loading an older night
 again writes any difference with the newest loaded night's timestamp.";
 
-/// [`LoadOptions::MEMORY_BUDGET`] as the help shows it (a unit test holds them equal).
+/// [`WriteOptions::MEMORY_BUDGET`] as the help shows it (a unit test holds them equal).
 const MEMORY_BUDGET: &str = "256MiB";
 
 /// Load cleaned Parquet into HBase: hashed rowkeys, absolute counters computed in batch,
@@ -46,13 +48,13 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_enum)]
     tables: Vec<Table>,
     /// Regions a missing table is pre-split into
-    #[arg(long, default_value_t = LoadOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, default_value_t = WriteOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
     regions: u32,
     /// Parallel writers, each with its own Thrift connection
-    #[arg(long, default_value_t = LoadOptions::WRITERS)]
+    #[arg(long, default_value_t = WriteOptions::WRITERS)]
     writers: usize,
     /// Bytes per batch (one mutateRows call)
-    #[arg(long, default_value_t = LoadOptions::BATCH_BYTES)]
+    #[arg(long, default_value_t = WriteOptions::BATCH_BYTES)]
     batch_bytes: usize,
     /// Skip the units the checkpoint manifest records as done
     #[arg(long)]
@@ -102,21 +104,22 @@ fn options(ctx: &Context, args: Args) -> LoadOptions {
     } else {
         args.tables
     };
-    LoadOptions {
+    let write = WriteOptions {
         regions: args.regions,
         writers: args.writers.max(1),
         batch_bytes: args.batch_bytes.max(1),
-        resume: args.resume,
         compression: args.compression,
-        checkpoint: args.checkpoint,
         memory_budget: args.memory_budget,
-        rewrite_counters: args.rewrite_counters,
         slice: args.partition,
-        ..args.route.apply(ctx.load_options(
-            args.input,
-            args.date.format("%Y-%m-%d").to_string(),
-            tables,
-        ))
+        ..args
+            .route
+            .apply(ctx.write_options(args.date.format("%Y-%m-%d").to_string(), tables))
+    };
+    LoadOptions {
+        resume: args.resume,
+        checkpoint: args.checkpoint,
+        rewrite_counters: args.rewrite_counters,
+        ..LoadOptions::new(args.input, write)
     }
 }
 
@@ -125,26 +128,26 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let mut report = Report::new("load");
     match load::run(&ctx.fs, &options).context("load failed") {
         Ok(r) => {
-            for (table, n) in &r.rows_by_table {
+            for (table, n) in &r.write.rows_by_table {
                 eprintln!("{table:<13} {n:>10} puts");
             }
             eprintln!(
                 "{} puts, {:.1} MB in {:.2}s: {:.0} puts/s, {:.2} MB/s; {} units done, {} skipped (resume), {} retries{}",
-                r.rows,
-                r.bytes as f64 / 1e6,
-                r.seconds,
-                r.rows_per_s,
-                r.mb_per_s,
+                r.write.rows,
+                r.write.bytes as f64 / 1e6,
+                r.write.seconds,
+                r.write.rows_per_s,
+                r.write.mb_per_s,
                 r.units_done,
                 r.units_skipped,
-                r.retries,
+                r.write.retries,
                 if r.unresolved_mentions > 0 {
                     format!(", {} mentions of unknown names", r.unresolved_mentions)
                 } else {
                     String::new()
                 }
             );
-            if let Some(h) = &r.hfiles {
+            if let Some(h) = &r.write.hfiles {
                 eprintln!(
                     "bulk load: {} HFiles, {} cells, {:.1} MB handed to {} tables in {:.1}s",
                     h.files,
@@ -170,7 +173,7 @@ mod tests {
     fn the_shown_memory_budget_is_the_default() {
         assert_eq!(
             super::super::parse_size(super::MEMORY_BUDGET),
-            Ok(super::LoadOptions::MEMORY_BUDGET)
+            Ok(weibo_etl::hbase::write::WriteOptions::MEMORY_BUDGET)
         );
     }
 }

@@ -19,6 +19,8 @@ pub mod yarn;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
+use weibo_etl::hbase::layout::Table;
+use weibo_etl::hbase::write::{self as hbase_write, WriteOptions, WriteReport};
 use weibo_etl::hbase::{self, admin, Timeouts};
 use weibo_etl::hdfs::{self, FileSystems};
 use weibo_etl::report::Report;
@@ -155,17 +157,11 @@ impl Context {
             .unwrap_or_else(|| admin::default_admin_addr(&self.global.hbase))
     }
 
-    /// Options for writing HBase through the loader's writers, with the CLI's defaults
-    /// (8 regions, 4 writers, 1 MiB batches, no compression, 6 attempts per batch); callers
-    /// override what their flags set.
-    pub fn load_options(
-        &self,
-        input: String,
-        date: String,
-        tables: Vec<weibo_etl::load::Table>,
-    ) -> weibo_etl::load::LoadOptions {
-        weibo_etl::load::LoadOptions::new(
-            input,
+    /// Options for writing HBase through the one way in ([`weibo_etl::hbase::write`]), with
+    /// the CLI's defaults (8 regions, 4 writers, 1 MiB batches, no compression, 6 attempts per
+    /// batch); callers override what their flags set.
+    pub fn write_options(&self, date: String, tables: Vec<Table>) -> WriteOptions {
+        WriteOptions::new(
             date,
             self.global.namespace.clone(),
             tables,
@@ -192,10 +188,10 @@ pub struct RouteArgs {
     /// written under --staging and handed to HBase with --bulkload-cmd), or auto (hfile from
     /// --auto-threshold rows with the staging on HDFS, else thrift)
     #[arg(long, value_enum, default_value = "thrift")]
-    pub via: weibo_etl::load::Via,
+    pub via: hbase_write::Via,
     /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`
     /// (split on whitespace, no shell); on the local cluster: `weibo-etl cluster bulkload`
-    #[arg(long, value_name = "CMD", default_value = weibo_etl::load::bulk::DEFAULT_BULKLOAD_CMD)]
+    #[arg(long, value_name = "CMD", default_value = hbase_write::bulk::DEFAULT_BULKLOAD_CMD)]
     pub bulkload_cmd: String,
     /// Where --via hfile writes its HFiles, on the HBase cluster's HDFS [default: _hfiles/
     /// under --input for load, under --output for the graph jobs]
@@ -204,18 +200,18 @@ pub struct RouteArgs {
     /// Block compression of the HFiles of --via hfile: none, or zstd as HBase's own ZstdCodec
     /// frames it (the region servers must read ZSTD with that codec, not Hadoop's native one)
     #[arg(long, value_enum, default_value = "none")]
-    pub hfile_compression: weibo_etl::load::HfileCompression,
+    pub hfile_compression: hbase_write::HfileCompression,
     /// The size from which --via auto bulk-loads: a night's cleaned rows for load, the
     /// input rows for the graph jobs (the default is where the bulk load overtakes Thrift on
     /// the local cluster; measure yours with benches/routes.py)
-    #[arg(long, value_name = "ROWS", default_value_t = weibo_etl::load::AUTO_HFILE_ROWS)]
+    #[arg(long, value_name = "ROWS", default_value_t = hbase_write::AUTO_HFILE_ROWS)]
     pub auto_threshold: u64,
 }
 
 impl RouteArgs {
     /// `options` with this route.
-    pub fn apply(&self, options: weibo_etl::load::LoadOptions) -> weibo_etl::load::LoadOptions {
-        weibo_etl::load::LoadOptions {
+    pub fn apply(&self, options: WriteOptions) -> WriteOptions {
+        WriteOptions {
             via: self.via,
             bulkload_cmd: self
                 .bulkload_cmd
@@ -232,7 +228,7 @@ impl RouteArgs {
 
 /// The route a write took, as its summary line says it: `--via hfile`, or `--via auto:` and
 /// why.
-pub fn route_taken(w: &weibo_etl::load::LoadReport) -> String {
+pub fn route_taken(w: &WriteReport) -> String {
     use clap::ValueEnum as _;
     match &w.auto {
         Some(choice) => format!("--via auto: {}", choice.because),

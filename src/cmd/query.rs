@@ -7,8 +7,8 @@ use serde_json::{json, Map, Value};
 use weibo_etl::error::Error;
 use weibo_etl::graph::inbox::{newest_first, Entry};
 use weibo_etl::graph::rank::Metric;
+use weibo_etl::hbase::layout::{self, cell, keys, Kind, Table};
 use weibo_etl::hbase::{Connection, Row};
-use weibo_etl::load::layout::{self, cell, keys, Kind, Table};
 
 use super::Context;
 

@@ -5,9 +5,9 @@ use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::dataset::slice::Slice;
 use weibo_etl::graph::rank::{self, Inputs, Metric, RankOptions};
+use weibo_etl::hbase::layout::Table;
+use weibo_etl::hbase::write::WriteOptions;
 use weibo_etl::hdfs::{FileSystems, Location};
-use weibo_etl::load::layout::{cell, keys, Table};
-use weibo_etl::load::{self, LoadOptions};
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -109,7 +109,15 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         )
         .context("writing the boards")?;
         if args.load {
-            let written = load_hbase(ctx, &args, &date, &ranking)?;
+            let hbase = WriteOptions {
+                regions: args.regions,
+                ..ctx.write_options(date.clone(), vec![Table::Rank])
+            };
+            let written = rank::hbase::write(&ranking, &hbase).context("writing the rank table")?;
+            eprintln!(
+                "hbase: {} rows in {:.2}s into {}:rank",
+                written.rows, written.seconds, ctx.global.namespace
+            );
             report.set("load", &written);
         }
         Ok((ranking, target.to_string()))
@@ -205,39 +213,4 @@ pub fn commit_slices(
     )
     .context("writing the merged boards")?;
     Ok(target)
-}
-
-/// Writes every board into the rank table: one row per rank.
-fn load_hbase(
-    ctx: &Context,
-    args: &Args,
-    date: &str,
-    ranking: &rank::Ranking,
-) -> Result<load::LoadReport> {
-    let options = LoadOptions {
-        regions: args.regions,
-        ..ctx.load_options(String::new(), date.to_string(), vec![Table::Rank])
-    };
-    let written = load::write_with(&options, &mut |put| {
-        for (metric, board) in &ranking.boards {
-            let of = board.len() as i64;
-            for row in board {
-                let key = keys::rank_key(metric.name(), date, row.rank);
-                put(
-                    Table::Rank,
-                    weibo_etl::hbase::Put::new(key)
-                        .cell(cell::RANK_ID, row.id.to_be_bytes())
-                        .cell(cell::RANK_VALUE, row.value.to_be_bytes())
-                        .cell(cell::RANK_OF, of.to_be_bytes()),
-                )?;
-            }
-        }
-        Ok(())
-    })
-    .context("writing the rank table")?;
-    eprintln!(
-        "hbase: {} rows in {:.2}s into {}:rank",
-        written.rows, written.seconds, ctx.global.namespace
-    );
-    Ok(written)
 }

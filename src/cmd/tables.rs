@@ -3,8 +3,8 @@
 
 use anyhow::{Context as _, Result};
 use weibo_etl::hbase::admin::{Admin, Compression, FamilySpec, TableSpec};
+use weibo_etl::hbase::layout::keys;
 use weibo_etl::hbase::Connection;
-use weibo_etl::load::layout::keys;
 
 use super::Context;
 
@@ -43,7 +43,7 @@ enum Action {
         #[arg(long = "family", required = true)]
         families: Vec<String>,
         /// Regions to pre-split into
-        #[arg(long, default_value_t = weibo_etl::load::LoadOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
+        #[arg(long, default_value_t = weibo_etl::hbase::write::WriteOptions::REGIONS, value_parser = clap::value_parser!(u32).range(1..=65536))]
         regions: u32,
         /// Versions kept per cell
         #[arg(long, default_value_t = 1)]

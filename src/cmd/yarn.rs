@@ -551,7 +551,7 @@ fn run_load(ctx: &Context, run: &Run, spec: TaskSpec) -> Result<Outcome> {
     let created = slices::prepare(run.fs, &options).context("preparing the tables")?;
     if !created.is_empty() {
         let names: Vec<&str> = created.iter().map(|t| t.name()).collect();
-        eprintln!("created {}:{}", options.namespace, names.join(","));
+        eprintln!("created {}:{}", options.write.namespace, names.join(","));
     }
     let (submitted, _, slice_values) = run.stage(&spec, "out")?;
     let reports = slice_values
@@ -563,7 +563,7 @@ fn run_load(ctx: &Context, run: &Run, spec: TaskSpec) -> Result<Outcome> {
         })
         .collect::<Result<Vec<_>>>()?;
     let merged = slices::commit(run.fs, &options, &reports).context("committing the load")?;
-    for (table, n) in &merged.rows_by_table {
+    for (table, n) in &merged.write.rows_by_table {
         eprintln!("{table:<13} {n:>10} puts");
     }
     Ok(Outcome {

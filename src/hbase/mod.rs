@@ -14,6 +14,8 @@
 
 pub mod admin;
 pub mod hfile;
+pub mod layout;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};

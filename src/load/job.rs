@@ -9,37 +9,45 @@ use std::time::Instant;
 use arrow::array::Array;
 
 use super::counters::{self, PostCounts};
-use super::layout::keys::{self, Relation};
-use super::layout::{be, cell};
-use super::route::{bulk_target, choose_route};
 use super::rows::*;
-use super::writers::{bulk_share, queue_share, with_writers, Router, Unit};
-use super::{
-    cell_timestamp, ensure_tables, slices, state, units, LoadOptions, LoadReport, Table, Via,
-};
+use super::{slices, state, units, LoadOptions, LoadReport};
 use crate::dataset::{columns, partition};
 use crate::error::{Error, Result};
+use crate::hbase::layout::keys::{self, Relation};
+use crate::hbase::layout::{be, cell, Table};
+use crate::hbase::write::route::{bulk_target, choose};
+use crate::hbase::write::writers::{bulk_share, queue_share, with_writers, Router, Unit};
+use crate::hbase::write::{cell_timestamp, ensure_tables, Via, WriteOptions, WriteReport};
 use crate::hbase::Put;
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
 /// Runs the load.
 pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let started = Instant::now();
-    let ts = cell_timestamp(&options.date)?;
+    let ts = cell_timestamp(&options.write.date)?;
     let root = fs.parse(&options.input)?;
     let mut files: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
     for entity in ["users", "posts", "follows", "comments", "reposts"] {
-        files.insert(entity, partition_files(fs, &root, entity, &options.date)?);
+        files.insert(
+            entity,
+            partition_files(fs, &root, entity, &options.write.date)?,
+        );
     }
     if files.values().all(Vec::is_empty) {
         return Err(Error::BadInput {
             path: root.to_string(),
             line: 0,
-            reason: format!("no committed clean partitions for dt={}", options.date),
+            reason: format!(
+                "no committed clean partitions for dt={}",
+                options.write.date
+            ),
         });
     }
-    let auto = match options.via {
-        Via::Auto => Some(choose_route(fs, &root, options, &files)?),
+    let auto = match options.write.via {
+        Via::Auto => {
+            let rows = partition::parquet_rows(fs, files.values().flatten())?;
+            Some(choose(fs, &root, &options.write, rows)?)
+        }
         _ => None,
     };
     let resolved;
@@ -47,7 +55,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         Some(choice) => {
             log::info!("--via auto: {}", choice.because);
             resolved = LoadOptions {
-                via: choice.chose,
+                write: WriteOptions {
+                    via: choice.chose,
+                    ..options.write.clone()
+                },
                 ..options.clone()
             };
             &resolved
@@ -57,16 +68,16 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
 
     // Tables first: namespace and any missing table, pre-split (by the submitter when the
     // night is loaded in slices).
-    let slice = options.slice;
+    let slice = options.write.slice;
     let created = match slice {
-        None => ensure_tables(options)?,
+        None => ensure_tables(&options.write)?,
         Some(s) => {
             slices::check_tables(options, s)?;
             Vec::new()
         }
     };
-    let bulk_target = match options.via {
-        Via::Hfile => Some(bulk_target(fs, &root, options, ts)?),
+    let bulk_target = match options.write.via {
+        Via::Hfile => Some(bulk_target(fs, &root, &options.write, ts)?),
         _ => None,
     };
 
@@ -74,8 +85,8 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         Some(c) => fs.parse(c)?,
         None => root
             .join("_load")
-            .join(&format!("dt={}", options.date))
-            .join(&slices::manifest_name(&options.namespace, slice)),
+            .join(&format!("dt={}", options.write.date))
+            .join(&slices::manifest_name(&options.write.namespace, slice)),
     };
     let mut done: BTreeSet<String> = if options.resume && fs.exists(&manifest_loc)? {
         serde_json::from_slice(&fs.read_to_vec(&manifest_loc)?).unwrap_or_default()
@@ -88,9 +99,9 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
 
     // The counters readers see (the snapshot). Tables created just now hold none: their
     // snapshots are gone for good, before any put, so no later run diffs against them.
-    let wants = |t: Table| options.tables.contains(&t);
+    let wants = |t: Table| options.write.tables.contains(&t);
     let counted = wants(Table::User) || wants(Table::Post) || wants(Table::UserPost);
-    let state = state::State::new(&root, &options.namespace);
+    let state = state::State::new(&root, &options.write.namespace);
     if created.contains(&Table::User) || created.contains(&Table::Post) {
         state.clear(fs)?;
     }
@@ -98,9 +109,9 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     // Counters are those of every night up to the newest loaded; a night older than that
     // (a rerun, a late crawl) folds its difference into the newest night's cells.
     let as_of = if counted {
-        state.as_of(fs, &options.date)?
+        state.as_of(fs, &options.write.date)?
     } else {
-        options.date.clone()
+        options.write.date.clone()
     };
     let counter_ts = cell_timestamp(&as_of)?;
     // What the changes are taken against: nothing when every counter is to be written.
@@ -118,10 +129,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     };
     let partitions = if counted {
         // Through HFiles the collectors hold half the budget while the counters compute.
-        let budget = match options.via {
-            Via::Thrift | Via::Auto => options.memory_budget,
+        let budget = match options.write.via {
+            Via::Thrift | Via::Auto => options.write.memory_budget,
             Via::Hfile => {
-                let b = options.memory_budget;
+                let b = options.write.memory_budget;
                 b - bulk_share(b) - queue_share(b)
             }
         };
@@ -144,7 +155,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     // wide columns.
     let merged = partitions == 1 && counter_ts == ts && slice.is_none();
     let mut report = LoadReport {
-        cell_timestamp: ts,
+        write: WriteReport {
+            cell_timestamp: ts,
+            ..WriteReport::default()
+        },
         counters_as_of: as_of.clone(),
         counters_base: snapshot.as_ref().map(|s| s.as_of.clone()),
         history_nights: history_nights(&history),
@@ -436,7 +450,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         // redoes it.
         // Nor for another way of splitting the work (merged rows carry no profile in their
         // part units).
-        let tables: Vec<&str> = options.tables.iter().map(|t| t.name()).collect();
+        let tables: Vec<&str> = options.write.tables.iter().map(|t| t.name()).collect();
         let tables = tables.join(",");
         let mode = if merged {
             "merged".to_string()
@@ -466,13 +480,13 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         let (mut units_done, mut units_skipped) = (0usize, 0usize);
         // Through HFiles a unit's cells reach HBase only at the hand-over: the manifest
         // records the units after it.
-        let record_units = options.via == Via::Thrift;
+        let record_units = options.write.via == Via::Thrift;
         let written = with_writers(
-            options,
+            &options.write,
             bulk_target.as_ref(),
             ts,
             started,
-            &mut report,
+            &mut report.write,
             &mut |router| {
                 let todo: Vec<units::Todo<'_, '_>> = units
                     .iter()
@@ -510,7 +524,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         match &bulk_target {
             None => written?,
             Some(target) => {
-                report.hfiles = Some(target.hand_over(options, written)?);
+                report.write.hfiles = Some(target.hand_over(&options.write, written)?);
                 let text = serde_json::to_vec_pretty(&done).unwrap_or_default();
                 fs.write_atomic(&manifest_loc, &text)?;
             }
@@ -534,12 +548,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     report.counter_partitions = partitions;
     report.users_changed = users_changed.into_inner();
     report.posts_changed = posts_changed.into_inner();
-    report.via = options.via;
+    report.write.via = options.write.via;
     report.slice = slice.map(|s| s.to_string());
-    report.auto = auto;
-    if options.via == Via::Hfile {
+    report.write.auto = auto;
+    if options.write.via == Via::Hfile {
         // The hand-over is part of the load's time.
-        report.set_time(started);
+        report.write.set_time(started);
     }
     Ok(report)
 }

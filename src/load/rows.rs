@@ -5,9 +5,9 @@
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::TimestampMillisecondType;
 
-use super::layout::{be, cell, keys};
 use crate::dataset::{columns, partition};
 use crate::error::Result;
+use crate::hbase::layout::{be, cell, keys};
 use crate::hbase::Put;
 use crate::hdfs::{FileEntry, FileSystems};
 

@@ -16,9 +16,11 @@
 //! - A retried task attempt writes the same cells again at the same timestamps (puts, or
 //!   HFiles whose cells match): harmless, like `--resume` redoing a unit.
 
-use super::{ensure_tables, missing_tables, state, LoadOptions, LoadReport, Table};
+use super::{state, LoadOptions, LoadReport};
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
+use crate::hbase::layout::Table;
+use crate::hbase::write::{ensure_tables, missing_tables, WriteReport};
 use crate::hdfs::FileSystems;
 
 /// Assigns the night's units to slices, in the order the single run lists them.
@@ -57,7 +59,7 @@ pub(super) fn manifest_name(namespace: &str, slice: Option<Slice>) -> String {
 
 /// A slice writes into tables that exist (the submitter created them).
 pub(super) fn check_tables(options: &LoadOptions, slice: Slice) -> Result<()> {
-    let missing = missing_tables(options)?;
+    let missing = missing_tables(&options.write)?;
     if missing.is_empty() {
         return Ok(());
     }
@@ -65,7 +67,7 @@ pub(super) fn check_tables(options: &LoadOptions, slice: Slice) -> Result<()> {
     Err(Error::Usage(format!(
         "load --partition {slice}: {}:{} not created; a sliced load writes into existing tables \
          (`weibo-etl yarn submit -- load …` creates them before the tasks start)",
-        options.namespace,
+        options.write.namespace,
         names.join(",")
     )))
 }
@@ -75,13 +77,13 @@ pub(super) fn check_tables(options: &LoadOptions, slice: Slice) -> Result<()> {
 /// `--resume` keeps the partitions an earlier job's tasks staged. Returns the tables created.
 pub fn prepare(fs: &FileSystems, options: &LoadOptions) -> Result<Vec<Table>> {
     let root = fs.parse(&options.input)?;
-    let created = ensure_tables(options)?;
-    let state = state::State::new(&root, &options.namespace);
+    let created = ensure_tables(&options.write)?;
+    let state = state::State::new(&root, &options.write.namespace);
     if created.contains(&Table::User) || created.contains(&Table::Post) {
         state.clear(fs)?;
     }
-    if options.tables.contains(&Table::User) && options.tables.contains(&Table::Post) {
-        let as_of = state.as_of(fs, &options.date)?;
+    if options.write.tables.contains(&Table::User) && options.write.tables.contains(&Table::Post) {
+        let as_of = state.as_of(fs, &options.write.date)?;
         // Only the staging folder's reset matters here; the tasks stage into it.
         drop(state.next(fs, &as_of, options.resume)?);
     }
@@ -111,16 +113,19 @@ pub fn commit(
             ),
         };
     let mut merged = LoadReport {
-        cell_timestamp: first.cell_timestamp,
+        write: WriteReport {
+            cell_timestamp: first.write.cell_timestamp,
+            via: first.write.via,
+            auto: first.write.auto.clone(),
+            ..WriteReport::default()
+        },
         counters_as_of: first.counters_as_of.clone(),
         counters_base: first.counters_base.clone(),
         history_nights: first.history_nights,
         counter_partitions: first.counter_partitions,
-        via: first.via,
-        auto: first.auto.clone(),
         ..LoadReport::default()
     };
-    let mut hfiles: Option<super::bulk::HandOver> = None;
+    let mut hfiles: Option<crate::hbase::write::bulk::HandOver> = None;
     for (i, r) in reports.iter().enumerate() {
         if r.counters_as_of != first.counters_as_of {
             return Err(disagree(
@@ -134,24 +139,29 @@ pub fn commit(
             let (a, b) = (first.counter_partitions, r.counter_partitions);
             return Err(disagree("the counter partitions", i, &a, &b));
         }
-        if r.cell_timestamp != first.cell_timestamp || r.via != first.via {
-            return Err(disagree("the route or timestamp", i, &first.via, &r.via));
+        if r.write.cell_timestamp != first.write.cell_timestamp || r.write.via != first.write.via {
+            return Err(disagree(
+                "the route or timestamp",
+                i,
+                &first.write.via,
+                &r.write.via,
+            ));
         }
-        for (table, n) in &r.rows_by_table {
-            *merged.rows_by_table.entry(table.clone()).or_default() += n;
+        for (table, n) in &r.write.rows_by_table {
+            *merged.write.rows_by_table.entry(table.clone()).or_default() += n;
         }
-        merged.rows += r.rows;
-        merged.bytes += r.bytes;
-        merged.batches += r.batches;
-        merged.retries += r.retries;
+        merged.write.rows += r.write.rows;
+        merged.write.bytes += r.write.bytes;
+        merged.write.batches += r.write.batches;
+        merged.write.retries += r.write.retries;
         merged.units_done += r.units_done;
         merged.units_skipped += r.units_skipped;
         merged.unresolved_mentions += r.unresolved_mentions;
         merged.users_changed += r.users_changed;
         merged.posts_changed += r.posts_changed;
         // The slices ran side by side: the job took as long as its slowest.
-        merged.seconds = merged.seconds.max(r.seconds);
-        if let Some(h) = &r.hfiles {
+        merged.write.seconds = merged.write.seconds.max(r.write.seconds);
+        if let Some(h) = &r.write.hfiles {
             let m = hfiles.get_or_insert_with(Default::default);
             m.tables = m.tables.max(h.tables);
             m.files += h.files;
@@ -160,13 +170,13 @@ pub fn commit(
             m.seconds = m.seconds.max(h.seconds);
         }
     }
-    merged.hfiles = hfiles;
-    merged.rows_per_s = merged.rows as f64 / merged.seconds.max(1e-9);
-    merged.mb_per_s = merged.bytes as f64 / 1e6 / merged.seconds.max(1e-9);
-    let wants = |t: Table| options.tables.contains(&t);
+    merged.write.hfiles = hfiles;
+    merged.write.rows_per_s = merged.write.rows as f64 / merged.write.seconds.max(1e-9);
+    merged.write.mb_per_s = merged.write.bytes as f64 / 1e6 / merged.write.seconds.max(1e-9);
+    let wants = |t: Table| options.write.tables.contains(&t);
     if wants(Table::User) && wants(Table::Post) {
         let root = fs.parse(&options.input)?;
-        let state = state::State::new(&root, &options.namespace);
+        let state = state::State::new(&root, &options.write.namespace);
         // The night the slices computed the counters as of is the one they staged.
         let next = state.next(fs, &merged.counters_as_of, true)?;
         next.commit(fs, &state, merged.counter_partitions)?;

@@ -1,4 +1,5 @@
-//! Running `load`'s units of work, and the emission numbers that order their puts.
+//! Running `load`'s units of work, in the order their emission numbers
+//! ([`crate::hbase::write::emission`]) give their puts.
 //!
 //! Through Thrift the units run one after another: each is flushed and recorded in the
 //! manifest before the next, and a later put of the same cell wins because it arrives later.
@@ -15,27 +16,7 @@ use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 
-use super::writers::{Router, Unit};
-
-/// Bits of an emission number: the unit, the put within it, and the cell within the put.
-const UNIT_BITS: u32 = 20;
-const PUT_BITS: u32 = 32;
-pub(super) const CELL_BITS: u32 = super::bulk::MAX_CELL_BITS;
-
-/// The emission number of put `put` of unit `unit`; its cells take the next `2^CELL_BITS`.
-pub(super) fn emission(unit: u64, put: u64) -> Result<u64> {
-    if unit >> UNIT_BITS != 0 || put >> PUT_BITS != 0 {
-        return Err(Error::Hbase {
-            op: "load",
-            table: "-".into(),
-            reason: format!(
-                "unit {unit} emits put {put}: a run numbers at most 2^{UNIT_BITS} units of \
-                 2^{PUT_BITS} puts"
-            ),
-        });
-    }
-    Ok((unit << (PUT_BITS + CELL_BITS)) | (put << CELL_BITS))
-}
+use crate::hbase::write::writers::{Router, Unit};
 
 /// One unit to run.
 pub(super) struct Todo<'u, 'a> {
@@ -130,22 +111,12 @@ pub(super) fn run_side_by_side(router: &mut Router, todo: &[Todo<'_, '_>]) -> Re
 mod tests {
     use super::*;
 
-    #[test]
-    fn emission_numbers_follow_unit_then_put_and_leave_room_for_cells() {
-        let a = emission(3, 7).unwrap();
-        assert!(a < emission(3, 8).unwrap());
-        assert!(emission(3, u32::MAX as u64).unwrap() < emission(4, 0).unwrap());
-        assert_eq!(emission(3, 8).unwrap() - a, 1 << CELL_BITS);
-        assert!(emission(1 << UNIT_BITS, 0).is_err());
-        assert!(emission(0, 1 << PUT_BITS).is_err());
-    }
-
     /// Units run side by side emit numbers that sort their puts exactly as one thread
     /// running them in order would have sent them, and every put arrives once.
     #[test]
     fn side_by_side_units_number_their_puts_in_the_sequential_order() {
+        use crate::hbase::layout::Table;
         use crate::hbase::Put;
-        use crate::load::layout::Table;
         use std::collections::BTreeMap;
         use std::sync::mpsc::sync_channel;
 
@@ -192,7 +163,7 @@ mod tests {
         let received = std::thread::spawn(move || {
             let mut all = Vec::new();
             for msg in rx {
-                if let super::super::writers::Msg::Rows(puts) = msg {
+                if let crate::hbase::write::writers::Msg::Rows(puts) = msg {
                     all.extend(puts.into_iter().map(|p| (p.seq, p.put.key)));
                 }
             }

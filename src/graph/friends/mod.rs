@@ -35,6 +35,7 @@
 
 mod codes;
 mod counts;
+pub mod hbase;
 mod input;
 mod join;
 mod output;

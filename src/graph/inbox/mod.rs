@@ -27,6 +27,7 @@
 //! together, or neither is.
 
 pub mod feed;
+pub mod hbase;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};

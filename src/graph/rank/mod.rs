@@ -23,6 +23,7 @@
 //! `slice=i-of-N/`; the top N of the slices' boards ([`merge_boards`]) is the whole job's.
 
 mod compute;
+pub mod hbase;
 mod output;
 mod top;
 

@@ -2,45 +2,29 @@
 //! before the first put: an empty staging folder on HDFS and the tables' current regions.
 //! `--via auto` weighs the night's size against `--auto-threshold`, and says why it chose.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use super::writers::BulkTarget;
-use super::{bulk, AutoChoice, LoadOptions, Via};
-use crate::dataset::partition;
+use super::{bulk, AutoChoice, Via, WriteOptions};
 use crate::error::{Error, Result};
 use crate::hbase::Connection;
-use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::hdfs::{FileSystems, Location};
 
 /// Where `--via hfile` stages its files: `--staging`, or `<input>/_hfiles`.
-pub(super) fn staging_base(
-    fs: &FileSystems,
-    root: &Location,
-    options: &LoadOptions,
-) -> Result<Location> {
+pub fn staging_base(fs: &FileSystems, root: &Location, options: &WriteOptions) -> Result<Location> {
     match &options.staging {
         Some(url) => fs.parse(url),
         None => Ok(root.join("_hfiles")),
     }
 }
 
-/// `--via auto`: the bulk load for a night of at least `auto_threshold` cleaned rows, when
-/// its staging folder is on HDFS (the region servers move the files in).
-pub(super) fn choose_route(
+/// `--via auto` for `input_rows`: the bulk load from `auto_threshold` rows, when its
+/// staging folder (under `root`, or `--staging`) is on HDFS, since the region servers move
+/// the files in.
+pub fn choose(
     fs: &FileSystems,
     root: &Location,
-    options: &LoadOptions,
-    files: &BTreeMap<&str, Vec<FileEntry>>,
-) -> Result<AutoChoice> {
-    let input_rows = partition::parquet_rows(fs, files.values().flatten())?;
-    choose(fs, root, options, input_rows)
-}
-
-/// `--via auto` for `input_rows`, staging under `root` (or `--staging`).
-pub(super) fn choose(
-    fs: &FileSystems,
-    root: &Location,
-    options: &LoadOptions,
+    options: &WriteOptions,
     input_rows: u64,
 ) -> Result<AutoChoice> {
     let base = staging_base(fs, root, options)?;
@@ -71,10 +55,10 @@ pub(super) fn choose(
 
 /// Prepares `--via hfile`: an empty staging folder (a failed run's files must never be
 /// handed over), the tables' current region boundaries, and a scratch folder.
-pub(super) fn bulk_target<'a>(
+pub fn bulk_target<'a>(
     fs: &'a FileSystems,
     root: &Location,
-    options: &LoadOptions,
+    options: &WriteOptions,
     ts: i64,
 ) -> Result<BulkTarget<'a>> {
     let base = staging_base(fs, root, options)?;

@@ -5,7 +5,7 @@
 //!
 //! Invariants: one region's puts go to one writer, in the order they were produced, so a
 //! later put of the same cell wins as it would on one connection; every put carries its
-//! emission number ([`super::units::emission`]), which orders the cells of an HFile the same
+//! emission number ([`super::emission::emission`]), which orders the cells of an HFile the same
 //! way; a writer's own error is the one reported, not the router's "writer stopped".
 
 use std::collections::{BTreeMap, HashMap};
@@ -13,13 +13,14 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::layout::keys;
-use super::{bulk, units, LoadOptions, LoadReport, Table, Via};
+use super::{bulk, emission, Via, WriteOptions, WriteReport};
 use crate::error::{Error, Result};
+use crate::hbase::layout::keys;
+use crate::hbase::layout::Table;
 use crate::hbase::{Connection, Put};
 use crate::hdfs::{FileSystems, Location};
 
-pub(super) enum Msg {
+pub enum Msg {
     /// Puts into regions of tables, each with its cell timestamp (sent in groups: one
     /// channel hand-off per put costs more than the put).
     Rows(Vec<RoutedPut>),
@@ -37,13 +38,13 @@ struct WriterStats {
 }
 
 /// A put, the region it goes to, its cell timestamp, and its emission number
-/// ([`units::emission`]): the order of the run's puts, however many threads produced them.
-pub(super) struct RoutedPut {
-    pub(super) table: Table,
-    pub(super) region: u32,
-    pub(super) ts: i64,
-    pub(super) seq: u64,
-    pub(super) put: Put,
+/// ([`emission::emission`]): the order of the run's puts, however many threads produced them.
+pub struct RoutedPut {
+    pub table: Table,
+    pub region: u32,
+    pub ts: i64,
+    pub seq: u64,
+    pub put: Put,
 }
 
 /// Puts a router gathers for one writer before handing them over.
@@ -54,7 +55,11 @@ const ROUTE_GROUP: usize = 256;
 const HELD_BATCHES: usize = 8;
 
 /// One writer thread: its own Thrift connection, per-(table, region, timestamp) batches.
-fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterStats>) -> Result<()> {
+fn writer_loop(
+    rx: Receiver<Msg>,
+    options: &WriteOptions,
+    stats: &Mutex<WriterStats>,
+) -> Result<()> {
     let mut conn = Connection::connect(&options.thrift, options.timeouts)?;
     type Batch = (Vec<Put>, usize);
     let mut buffers: HashMap<(Table, u32, i64), Batch> = HashMap::new();
@@ -162,13 +167,13 @@ fn writer_loop(rx: Receiver<Msg>, options: &LoadOptions, stats: &Mutex<WriterSta
 
 /// The part of `--memory-budget` the bulk collectors' buffers share; their queues take
 /// [`queue_share`], and the counters the rest.
-pub(super) fn bulk_share(budget: u64) -> u64 {
+pub fn bulk_share(budget: u64) -> u64 {
     budget / 2
 }
 
 /// The part of `--memory-budget` the bulk collectors' queues share: deep enough that the
 /// router keeps going while a collector spills.
-pub(super) fn queue_share(budget: u64) -> u64 {
+pub fn queue_share(budget: u64) -> u64 {
     budget / 8
 }
 
@@ -177,7 +182,7 @@ const QUEUED_PUT_BYTES: u64 = 256;
 
 /// The puts a writer's queue holds: a Thrift writer needs only a few batches in hand; a
 /// collector as many as its share of the budget holds, so a spill does not stall the router.
-fn queue_depth(options: &LoadOptions) -> usize {
+fn queue_depth(options: &WriteOptions) -> usize {
     match options.via {
         Via::Hfile => {
             let per = queue_share(options.memory_budget) / options.writers.max(1) as u64;
@@ -188,24 +193,20 @@ fn queue_depth(options: &LoadOptions) -> usize {
 }
 
 /// What the bulk collectors need besides the options.
-pub(super) struct BulkTarget<'a> {
-    pub(super) fs: &'a FileSystems,
-    pub(super) staging: Location,
-    pub(super) boundaries: bulk::Boundaries,
-    pub(super) spill: crate::spill::SpillDir,
-    pub(super) hfile: crate::hbase::hfile::WriterOptions,
-    pub(super) staged: Mutex<Vec<bulk::StagedFile>>,
+pub struct BulkTarget<'a> {
+    pub fs: &'a FileSystems,
+    pub staging: Location,
+    pub boundaries: bulk::Boundaries,
+    pub spill: crate::spill::SpillDir,
+    pub hfile: crate::hbase::hfile::WriterOptions,
+    pub staged: Mutex<Vec<bulk::StagedFile>>,
 }
 
 impl BulkTarget<'_> {
     /// Once the writers are done (`written`): hands every staged HFile to HBase and removes
     /// the staging folder. A failed write or hand-over removes it too, so a failed run leaves
     /// no HFile that a later hand-over could adopt.
-    pub(super) fn hand_over(
-        &self,
-        options: &LoadOptions,
-        written: Result<()>,
-    ) -> Result<bulk::HandOver> {
+    pub fn hand_over(&self, options: &WriteOptions, written: Result<()>) -> Result<bulk::HandOver> {
         let clear_staging = |e: Error| {
             if let Err(cleanup) = self.fs.delete(&self.staging) {
                 log::warn!("could not remove {}: {cleanup}", self.staging);
@@ -232,7 +233,7 @@ impl BulkTarget<'_> {
 fn collector_loop(
     rx: Receiver<Msg>,
     id: usize,
-    options: &LoadOptions,
+    options: &WriteOptions,
     target: &BulkTarget<'_>,
     stats: &Mutex<WriterStats>,
 ) -> Result<()> {
@@ -286,34 +287,34 @@ fn collector_loop(
 }
 
 /// A unit of work: produces the puts of one input file (or the counters) into the router.
-pub(super) type Unit<'a> = Box<dyn Fn(&mut Router) -> Result<()> + Send + Sync + 'a>;
+pub type Unit<'a> = Box<dyn Fn(&mut Router) -> Result<()> + Send + Sync + 'a>;
 
 /// Routes puts to the writers by region and flushes them at unit boundaries.
-pub(super) struct Router {
-    pub(super) senders: Vec<SyncSender<Msg>>,
+pub struct Router {
+    pub senders: Vec<SyncSender<Msg>>,
     /// Puts not yet handed to each writer.
-    pub(super) pending: Vec<Vec<RoutedPut>>,
-    pub(super) regions: u32,
+    pub pending: Vec<Vec<RoutedPut>>,
+    pub regions: u32,
     /// Through HFiles, the tables' current regions: each region's cells go to one collector,
     /// so a region gets one file per family (HBase takes at most 32).
-    pub(super) boundaries: Option<bulk::Boundaries>,
-    pub(super) rows_by_table: BTreeMap<Table, u64>,
+    pub boundaries: Option<bulk::Boundaries>,
+    pub rows_by_table: BTreeMap<Table, u64>,
     /// The cell timestamp of the run's rows.
-    pub(super) ts: i64,
+    pub ts: i64,
     /// The unit running, and the puts it has emitted: the next put's emission number.
-    pub(super) unit: u64,
-    pub(super) emitted: u64,
+    pub unit: u64,
+    pub emitted: u64,
 }
 
 impl Router {
     /// Starts unit number `unit` (its place among the run's units).
-    pub(super) fn start_unit(&mut self, unit: usize) {
+    pub fn start_unit(&mut self, unit: usize) {
         self.unit = unit as u64;
         self.emitted = 0;
     }
 
     /// A router of its own for another producing thread, sending to the same writers.
-    pub(super) fn fork(&self) -> Router {
+    pub fn fork(&self) -> Router {
         Router {
             senders: self.senders.clone(),
             pending: (0..self.senders.len()).map(|_| Vec::new()).collect(),
@@ -327,7 +328,7 @@ impl Router {
     }
 
     /// Takes back a fork: sends what it still holds, and adds its counts to ours.
-    pub(super) fn absorb(&mut self, mut other: Router) -> Result<()> {
+    pub fn absorb(&mut self, mut other: Router) -> Result<()> {
         for w in 0..other.senders.len() {
             other.hand_off(w)?;
         }
@@ -337,12 +338,12 @@ impl Router {
         Ok(())
     }
 
-    pub(super) fn put(&mut self, table: Table, put: Put) -> Result<()> {
+    pub fn put(&mut self, table: Table, put: Put) -> Result<()> {
         self.put_at(table, put, self.ts)
     }
 
     /// A put whose cells carry timestamp `ts` (counters folded into a newer night's).
-    pub(super) fn put_at(&mut self, table: Table, put: Put, ts: i64) -> Result<()> {
+    pub fn put_at(&mut self, table: Table, put: Put, ts: i64) -> Result<()> {
         let prefix = [put.key[0], put.key[1]];
         let region = match &self.boundaries {
             Some(b) => b.region(table, &put.key),
@@ -350,7 +351,7 @@ impl Router {
         };
         let w = region as usize % self.senders.len();
         *self.rows_by_table.entry(table).or_default() += 1;
-        let seq = units::emission(self.unit, self.emitted)?;
+        let seq = emission::emission(self.unit, self.emitted)?;
         self.emitted += 1;
         self.pending[w].push(RoutedPut {
             table,
@@ -381,7 +382,7 @@ impl Router {
     }
 
     /// Waits until every writer has sent everything it holds.
-    pub(super) fn flush(&mut self) -> Result<()> {
+    pub fn flush(&mut self) -> Result<()> {
         for w in 0..self.senders.len() {
             self.hand_off(w)?;
         }
@@ -418,12 +419,12 @@ impl Router {
 /// Runs `body` with `options.writers` writer threads behind a [`Router`], then joins them
 /// (a writer's own error, say an unreachable gateway, explains a "writer stopped" seen by the
 /// router better than that message does) and fills the report's put counts and throughput.
-pub(super) fn with_writers(
-    options: &LoadOptions,
+pub fn with_writers(
+    options: &WriteOptions,
     bulk: Option<&BulkTarget<'_>>,
     ts: i64,
     started: Instant,
-    report: &mut LoadReport,
+    report: &mut WriteReport,
     body: &mut dyn FnMut(&mut Router) -> Result<()>,
 ) -> Result<()> {
     let stats = Mutex::new(WriterStats::default());

@@ -7,7 +7,7 @@ use crate::hdfs::{FileSystems, Location};
 
 use super::record::Decoded;
 use super::{table_of, StagedFile, MAX_HFILE_BYTES};
-use crate::load::layout::Table;
+use crate::hbase::layout::Table;
 
 /// Writes one HFile per (table, family, region), starting a new one past the size limit.
 pub(super) struct FileRoller<'a> {

@@ -17,7 +17,7 @@
 //!
 //! Invariants:
 //! - A cell written twice in one run (same row, column and timestamp) appears once, with the
-//!   value of the higher emission number (`load::units`: the later put of the sequential
+//!   value of the higher emission number (`super::emission`: the later put of the sequential
 //!   order), as the Thrift route's later put overwrites the earlier.
 //! - HFiles are written only after every unit succeeded, under hidden names until complete,
 //!   and the staging folder is emptied before a run writes into it, so a failed run leaves
@@ -40,7 +40,7 @@ use crate::hbase::Put;
 use crate::hdfs::{FileSystems, Location};
 use crate::spill::SpillDir;
 
-use super::layout::Table;
+use crate::hbase::layout::Table;
 use files::FileRoller;
 pub use hand_over::{hand_over, HandOver, MAX_FILES_PER_REGION};
 use record::{cell_part, cmp_groups, cmp_keys, group_len, row_prefix, split, Decoded, Record};
@@ -96,7 +96,7 @@ fn table_of(code: u8) -> Table {
 }
 
 /// The cells of one put are numbered within the room its emission number leaves
-/// (`load::units`).
+/// ([`super::emission`]).
 pub const MAX_CELL_BITS: u32 = 12;
 
 /// Rows longer than this cannot be a cell (HBase's row length is a signed short).

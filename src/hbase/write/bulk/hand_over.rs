@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
 
 use super::StagedFile;
-use crate::load::layout::Table;
+use crate::hbase::layout::Table;
 
 /// HBase's default `hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily`.
 pub const MAX_FILES_PER_REGION: usize = 32;
