@@ -6,7 +6,7 @@ use std::io::Cursor;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use weibo_etl::graph::friends::mutual_pairs_of;
-use weibo_etl::load::layout::keys;
+use weibo_etl::hbase::layout::keys;
 use weibo_etl::raw::canonical::read_csv;
 use weibo_etl::values::{clean_text, parse_count, parse_time};
 
