@@ -1,6 +1,6 @@
 //! The one stable hash: splitmix64's mixer, for every choice that spreads ids over buckets.
 //!
-//! Clean's pair partitions of follows, friends' `--partition i/N` slices, the load's counter
+//! Clean's pair partitions of follows, friends' `--slice i/N` slices, the load's counter
 //! partitions and verify's sample all pick buckets with it, and some of those choices are on
 //! disk (a follows part's `p/N`, the slice a machine wrote). So it is a contract: the same
 //! id gives the same bucket on every machine, in every version. Changing a constant here is

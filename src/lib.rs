@@ -12,14 +12,16 @@
 //! - [`graph`]: batch graph analytics, one folder per job (friends, rank, inbox, cascades),
 //!   each with its HBase output beside it;
 //! - [`verify`]: sampled read-back of the loaded tables, with latencies;
-//! - [`pipeline`]: the nightly job file, its lock and its stages, for `weibo-etl run`;
+//! - [`nightly`]: the nightly runner's job file, its lock and its stages, for `weibo-etl run`;
 //! - [`yarn`]: a job's slices as the map tasks of a YARN job (Hadoop Streaming), and the job
 //!   commit that promotes them.
 //!
 //! The contracts and mechanisms they share, which depend on no stage:
 //! - [`dataset`]: the cleaned tables (entities, reject codes, schemas, the follows pair
 //!   layout, the friends tables) and the `dt=` partitions' commit protocol;
-//! - [`values`]: the value rules readers and the cleaner share (ids, counts, times, text);
+//! - [`field_rules`]: the field-cleaning rules readers and the cleaner share (ids, counts,
+//!   times, text);
+//! - [`stage`]: the jobs of a night as one type, shared by `run`, `yarn submit` and reports;
 //! - [`hash`]: the one stable hash; [`spill`]: local scratch files;
 //! - [`hdfs`]: files by URL (HDFS or local), listing, globbing, streaming, atomic writes;
 //! - [`hbase`]: the HBase room: Thrift1 data calls and Thrift2 admin, the table contract
@@ -34,18 +36,18 @@ pub mod clean;
 pub mod dataset;
 pub mod dev;
 pub mod error;
+pub mod field_rules;
 pub mod graph;
 pub mod hash;
 pub mod hbase;
 pub mod hdfs;
 pub mod load;
-
-pub mod pipeline;
+pub mod nightly;
 pub mod progress;
 pub mod raw;
 pub mod report;
 pub mod spill;
-pub mod values;
+pub mod stage;
 pub mod verify;
 pub mod yarn;
 
@@ -95,11 +97,18 @@ mod house {
 
     #[test]
     fn stages_depend_on_contracts_and_nothing_on_dev() {
-        let stages = [
-            "raw", "clean", "load", "graph", "verify", "pipeline", "yarn",
-        ];
+        let stages = ["raw", "clean", "load", "graph", "verify", "nightly", "yarn"];
         let shared = [
-            "dataset", "values", "hash", "spill", "hdfs", "hbase", "report", "progress", "error",
+            "dataset",
+            "field_rules",
+            "stage",
+            "hash",
+            "spill",
+            "hdfs",
+            "hbase",
+            "report",
+            "progress",
+            "error",
         ];
         // What each may name besides the shared contracts and mechanisms.
         let allowed: &[(&str, &[&str])] = &[
@@ -108,7 +117,7 @@ mod house {
             ("load", &[]),
             ("graph", &[]),
             ("verify", &[]),
-            ("pipeline", &[]),
+            ("nightly", &[]),
             ("yarn", &[]),
         ];
         for (module, extra) in allowed {

@@ -20,11 +20,11 @@ pub mod shuffle;
 use std::borrow::Cow;
 
 pub use crate::dataset::{Entity, Reject};
-pub use crate::raw::RawRecord;
-use crate::values::{
+use crate::field_rules::{
     clean_content, clean_text, is_missing, parse_bool, parse_count, parse_crawl_time, parse_gender,
     parse_id, parse_mid_or_bid, parse_optional_id, parse_time, split_list, trim_value,
 };
+pub use crate::raw::RawRecord;
 
 /// A cleaned user.
 #[derive(Clone, Debug, PartialEq)]
@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn posts_take_a_bid_when_the_mid_is_missing_and_flag_deleted_text() {
-        let bid = crate::values::mid_to_bid(4_973_000_000_000_001);
+        let bid = crate::field_rules::mid_to_bid(4_973_000_000_000_001);
         let r = raw(
             Entity::Posts,
             &[

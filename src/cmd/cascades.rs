@@ -25,7 +25,7 @@ Output layout:
 path lists the uids from the repost back to the root's author (root_uid is empty, and the path
 stops at the first repost, when the root was never crawled).
 
-With --partition i/N a run builds the cascades of every N-th hash partition of the roots into
+With --slice i/N a run builds the cascades of every N-th hash partition of the roots into
 <table>/dt=<date>/slice=i-of-N/: the N slices hold disjoint cascades, whole, and their union
 is the single run's (how `weibo-etl yarn submit -- cascades` splits the job).";
 
@@ -49,10 +49,10 @@ pub struct Args {
     /// Largest cascades listed in the report
     #[arg(long, default_value_t = cascades::TOP)]
     top: usize,
-    /// Only the cascades whose root's hash partition is i of N, for splitting the job across
+    /// Slice i of N: only the cascades whose root falls in it, for splitting the job across
     /// machines
-    #[arg(long, value_name = "i/N", value_parser = Slice::parse)]
-    partition: Option<Slice>,
+    #[arg(long, visible_alias = "partition", value_name = "i/N", value_parser = Slice::parse)]
+    slice: Option<Slice>,
     #[command(flatten)]
     parquet: super::ParquetArgs,
 }
@@ -64,7 +64,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         memory_budget: args.memory_budget,
         top: args.top,
         data_page_version: args.parquet.data_page_version,
-        slice: args.partition.unwrap_or(Slice::ALL),
+        slice: args.slice.unwrap_or(Slice::ALL),
     };
     let outcome = (|| -> Result<_> {
         let clean = ctx.fs.parse(&args.input)?;

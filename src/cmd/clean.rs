@@ -5,9 +5,9 @@ use chrono::{Duration, NaiveDate};
 use weibo_etl::clean::job::{self, CleanError, CleanOptions, CleanReport};
 use weibo_etl::clean::shuffle;
 use weibo_etl::dataset::slice::Slice;
+use weibo_etl::field_rules::parse_crawl_time;
 use weibo_etl::raw::Format;
 use weibo_etl::report::Report;
-use weibo_etl::values::parse_crawl_time;
 use weibo_etl::Error;
 
 use super::Context;

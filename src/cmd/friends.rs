@@ -16,14 +16,14 @@ Examples:
   weibo-etl friends --input hdfs:///weibo/clean/follows/dt=2026-11-2* --output out --date 2026-11-29 \\
       --memory-budget 512MiB
   # split over 4 machines; each writes its own slice folder:
-  weibo-etl friends --input ... --output hdfs:///weibo/graph --date 2026-11-29 --partition 2/4
+  weibo-etl friends --input ... --output hdfs:///weibo/graph --date 2026-11-29 --slice 2/4
 
 Output layout:
   <output>/friends/dt=<date>/part-NNNNN.parquet        uid_a < uid_b, since (later follow time);
                                                         each file sorted by (uid_a, uid_b): one
                                                         per pair part of clean's follows, else two
   <output>/friend_counts/dt=<date>/part-NNNNN.parquet  uid, friends; each file sorted by uid
-With --partition i/N each machine writes <output>/friends/dt=<date>/slice=i-of-N/ (and the same
+With --slice i/N each machine writes <output>/friends/dt=<date>/slice=i-of-N/ (and the same
 under friend_counts/). The N slices hold disjoint pair sets: their union (read dt=<date>
 recursively) is exactly the single run's friends. Friend counts of the slices are partial per
 user: sum them by uid.";
@@ -47,9 +47,9 @@ pub struct Args {
     /// Memory for packed edges (12 bytes each); above it the run spills hash partitions to disk
     #[arg(long, default_value = "4GiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
-    /// Only the pairs whose hash bucket is i of N, for splitting the job across machines
-    #[arg(long, value_name = "i/N", value_parser = Slice::parse)]
-    partition: Option<Slice>,
+    /// Slice i of N: only the pairs that fall in it, for splitting the job across machines
+    #[arg(long, visible_alias = "partition", value_name = "i/N", value_parser = Slice::parse)]
+    slice: Option<Slice>,
     /// Local folder for spill files [default: the system temp folder]
     #[arg(long, value_name = "DIR")]
     spill_dir: Option<std::path::PathBuf>,
@@ -68,7 +68,7 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let mut report = Report::new("friends");
-    let slice = args.partition.unwrap_or(Slice::ALL);
+    let slice = args.slice.unwrap_or(Slice::ALL);
     let options = FriendsOptions {
         memory_budget: args.memory_budget,
         slice,

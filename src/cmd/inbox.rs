@@ -30,7 +30,7 @@ Output layout:
 With --load, the inbox table: row hash(uid)+uid; f:<followee> = the post's rowkey, one version
 per post at its time (VERSIONS = K); c:<celebrity followed> = its fan count.
 
-With --partition i/N a run builds the feeds of every N-th hash partition of the authors into
+With --slice i/N a run builds the feeds of every N-th hash partition of the authors into
 <table>/dt=<date>/slice=i-of-N/: the N slices hold disjoint authors, whole, and their union
 is the single run's rows (how `weibo-etl yarn submit -- inbox` splits the job).";
 
@@ -58,10 +58,10 @@ pub struct Args {
     /// partitions
     #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
-    /// Only the feeds of the authors whose hash partition is i of N, for splitting the job
+    /// Slice i of N: only the feeds of the authors that fall in it, for splitting the job
     /// across machines (Parquet only: not with --load)
-    #[arg(long, value_name = "i/N", value_parser = Slice::parse, conflicts_with = "load")]
-    partition: Option<Slice>,
+    #[arg(long, visible_alias = "partition", value_name = "i/N", value_parser = Slice::parse, conflicts_with = "load")]
+    slice: Option<Slice>,
     /// Also write the feeds into HBase's inbox table
     #[arg(long)]
     load: bool,
@@ -83,7 +83,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         celebrity_threshold: args.celebrity_threshold,
         memory_budget: args.memory_budget,
         data_page_version: args.parquet.data_page_version,
-        slice: args.partition.unwrap_or(Slice::ALL),
+        slice: args.slice.unwrap_or(Slice::ALL),
     };
     let outcome = (|| -> Result<(InboxStats, Option<WriteReport>)> {
         let clean = ctx.fs.parse(&args.input)?;

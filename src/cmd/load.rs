@@ -77,8 +77,8 @@ pub struct Args {
     route: super::RouteArgs,
     /// One slice of the night's units: what a task of `weibo-etl yarn submit -- load` runs
     /// (the submitter creates the tables and commits the counters; docs/design/yarn.md)
-    #[arg(long, value_name = "i/N", value_parser = Slice::parse, hide = true)]
-    partition: Option<Slice>,
+    #[arg(long, visible_alias = "partition", value_name = "i/N", value_parser = Slice::parse, hide = true)]
+    slice: Option<Slice>,
 }
 
 /// `load`'s arguments on their own, as `yarn submit -- load <args>` passes them.
@@ -110,7 +110,7 @@ fn options(ctx: &Context, args: Args) -> LoadOptions {
         batch_bytes: args.batch_bytes.max(1),
         compression: args.compression,
         memory_budget: args.memory_budget,
-        slice: args.partition,
+        slice: args.slice,
         ..args
             .route
             .apply(ctx.write_options(args.date.format("%Y-%m-%d").to_string(), tables))

@@ -34,7 +34,7 @@ Output layout:
 With --load, the rank table: row <metric>:<yyyymmdd>:<rank, 6 digits>, r:id, r:value, r:of
 (the board's length).
 
-With --partition i/N a run ranks the users of every N-th hash partition of the uids into
+With --slice i/N a run ranks the users of every N-th hash partition of the uids into
 rank/dt=<date>/slice=i-of-N/: the top N of the N slices' boards is the whole job's (how
 `weibo-etl yarn submit -- rank` splits the job, and then writes the merged boards).";
 
@@ -64,10 +64,10 @@ pub struct Args {
     /// Memory for the per-user values; above it the uids are cut into more partitions
     #[arg(long, default_value = "1GiB", value_name = "SIZE", value_parser = super::parse_size)]
     memory_budget: u64,
-    /// Only the users whose hash partition is i of N, for splitting the job across machines
+    /// Slice i of N: only the users that fall in it, for splitting the job across machines
     /// (their own boards; not with --load)
-    #[arg(long, value_name = "i/N", value_parser = Slice::parse, conflicts_with = "load")]
-    partition: Option<Slice>,
+    #[arg(long, visible_alias = "partition", value_name = "i/N", value_parser = Slice::parse, conflicts_with = "load")]
+    slice: Option<Slice>,
     /// Also write the boards into HBase's rank table
     #[arg(long)]
     load: bool,
@@ -94,7 +94,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             top: args.top as usize,
             metrics,
             memory_budget: args.memory_budget,
-            slice: args.partition.unwrap_or(Slice::ALL),
+            slice: args.slice.unwrap_or(Slice::ALL),
         };
         let ranking = rank::run(&ctx.fs, &inputs, &options).context("ranking")?;
         // Parquet first, committed; HBase after, so a failed load leaves the committed boards

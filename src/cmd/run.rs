@@ -15,9 +15,10 @@ use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use serde_json::{json, Value};
 use weibo_etl::hdfs::Location;
-use weibo_etl::pipeline::job::{self, Job, Stage};
-use weibo_etl::pipeline::lock::{Lock, LockOptions};
-use weibo_etl::pipeline::{follows_upto, output_committed};
+use weibo_etl::nightly::job::{self, Job, JobStage};
+use weibo_etl::nightly::lock::{Lock, LockOptions};
+use weibo_etl::nightly::{follows_upto, output_committed};
+use weibo_etl::stage::Stage;
 use weibo_etl::Error;
 
 use super::Context;
@@ -56,11 +57,11 @@ pub struct Args {
     #[arg(long, value_name = "A..B", value_parser = parse_range)]
     date_range: Option<(NaiveDate, NaiveDate)>,
     /// Run this stage and every later one, committed or not (earlier ones must be committed)
-    #[arg(long, value_name = "STAGE", conflicts_with = "only")]
-    from: Option<String>,
+    #[arg(long, value_name = "STAGE", conflicts_with = "only", value_parser = parse_stage)]
+    from: Option<Stage>,
     /// Run only this stage, committed or not
-    #[arg(long, value_name = "STAGE")]
-    only: Option<String>,
+    #[arg(long, value_name = "STAGE", value_parser = parse_stage)]
+    only: Option<Stage>,
     /// Run every stage, committed or not
     #[arg(long)]
     force: bool,
@@ -77,6 +78,10 @@ pub struct Args {
     /// Break the lock if its owner is gone (a run killed on this host); logged
     #[arg(long)]
     break_lock: bool,
+}
+
+fn parse_stage(s: &str) -> Result<Stage, String> {
+    s.parse::<Stage>().map_err(|e| e.to_string())
 }
 
 fn parse_range(s: &str) -> Result<(NaiveDate, NaiveDate), String> {
@@ -111,11 +116,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         sets.insert(0, ("namespace".into(), ctx.global.namespace.clone()));
     }
     let job = Job::parse(&text, &path, &sets, &|k| std::env::var(k).ok())?;
-    for stage in [&args.from, &args.only].into_iter().flatten() {
-        if !job.stages.iter().any(|s| &s.name == stage) {
-            let names: Vec<&str> = job.stages.iter().map(|s| s.name.as_str()).collect();
+    for stage in [args.from, args.only].into_iter().flatten() {
+        if !job.stages.iter().any(|s| s.stage == stage) {
+            let names: Vec<&str> = job.stages.iter().map(|s| s.stage.name()).collect();
             return Err(Error::Usage(format!(
-                "no stage {stage:?} in {path} (stages: {})",
+                "no stage {:?} in {path} (stages: {})",
+                stage.name(),
                 names.join(", ")
             ))
             .into());
@@ -231,19 +237,19 @@ fn stages(
     let from = args
         .from
         .as_ref()
-        .and_then(|f| job.stages.iter().position(|s| &s.name == f));
+        .and_then(|f| job.stages.iter().position(|s| s.stage == *f));
     let mut ran = false;
     for (i, stage) in job.stages.iter().enumerate() {
-        let report_at = dir.join(&format!("{}.json", stage.name));
+        let report_at = dir.join(&format!("{}.json", stage.stage));
         let outcome = |status, report| StageOutcome {
-            name: stage.name.clone(),
+            name: stage.stage.to_string(),
             status,
             seconds: 0.0,
             exit_code: None,
             command: Vec::new(),
             report,
         };
-        if args.only.as_ref().is_some_and(|o| o != &stage.name) {
+        if args.only.is_some_and(|o| o != stage.stage) {
             outcomes.push(outcome("not selected", Value::Null));
             continue;
         }
@@ -252,8 +258,8 @@ fn stages(
             let Some(report) = committed else {
                 return Err(Error::Usage(format!(
                     "--from {}: stage {} of {date} is not committed; run the night without --from",
-                    args.from.as_deref().unwrap_or_default(),
-                    stage.name
+                    args.from.map_or("", Stage::name),
+                    stage.stage
                 ))
                 .into());
             };
@@ -262,12 +268,12 @@ fn stages(
         }
         let must = args.force || ran || from.is_some() || args.only.is_some();
         if let (false, Some(report)) = (must, &committed) {
-            log::info!("{date}: {} is committed, skipped", stage.name);
+            log::info!("{date}: {} is committed, skipped", stage.stage);
             outcomes.push(outcome("skipped", report.clone()));
             continue;
         }
         let mut follows: Vec<String> = Vec::new();
-        if stage.name == "friends" {
+        if stage.stage == Stage::Friends {
             let clean = ctx.fs.parse(&job.place("clean", date))?;
             let mut nights = follows_upto(&ctx.fs, &clean, date)?;
             let tonight = clean.join("follows").join(&format!("dt={date}"));
@@ -280,13 +286,13 @@ fn stages(
         let mut command = global_args(ctx, job, &report_at);
         command.extend(job.stage_args(stage, date, &follows));
         // A load cut short resumes its checkpoint, unless something before it ran again.
-        if stage.name == "load" && !must && committed.is_none() {
+        if stage.stage == Stage::Load && !must && committed.is_none() {
             command.push("--resume".into());
         }
         if args.dry_run {
             eprintln!(
                 "{date}: {} would run: weibo-etl {}",
-                stage.name,
+                stage.stage,
                 command.join(" ")
             );
             outcomes.push(StageOutcome {
@@ -300,9 +306,9 @@ fn stages(
         // dies here, the next one runs them all again. A load after this stage starts over:
         // its checkpoint was made on the input this stage replaces.
         for later in &job.stages[i..] {
-            ctx.fs.delete(&dir.join(&format!("{}.json", later.name)))?;
+            ctx.fs.delete(&dir.join(&format!("{}.json", later.stage)))?;
         }
-        if job.stages[i + 1..].iter().any(|s| s.name == "load") {
+        if job.stages[i + 1..].iter().any(|s| s.stage == Stage::Load) {
             let clean = ctx.fs.parse(&job.place("clean", date))?;
             let manifest = clean
                 .join("_load")
@@ -310,8 +316,8 @@ fn stages(
                 .join(&format!("{}.json", job.namespace()));
             ctx.fs.delete(&manifest)?;
         }
-        log::info!("{date}: {} ...", stage.name);
-        launch(ctx, &stage.name, date, command, &report_at, outcomes)?;
+        log::info!("{date}: {} ...", stage.stage);
+        launch(ctx, stage.stage.name(), date, command, &report_at, outcomes)?;
         ran = true;
     }
     // An older night that changed the history: the newest night's graph jobs fold it in
@@ -319,19 +325,15 @@ fn stages(
     if !ran || args.dry_run {
         return Ok(());
     }
-    for stage in job
-        .stages
-        .iter()
-        .filter(|s| ["friends", "rank", "inbox", "cascades"].contains(&s.name.as_str()))
-    {
+    for stage in job.stages.iter().filter(|s| s.stage.is_graph()) {
         let Some(newest) = newest_committed(ctx, job, stage, date)? else {
             continue;
         };
         log::info!(
             "{date}: {} of {newest} again, over the history as it is now",
-            stage.name
+            stage.stage
         );
-        let follows: Vec<String> = if stage.name == "friends" {
+        let follows: Vec<String> = if stage.stage == Stage::Friends {
             let clean = ctx.fs.parse(&job.place("clean", &newest))?;
             follows_upto(&ctx.fs, &clean, &newest)?
                 .iter()
@@ -343,13 +345,13 @@ fn stages(
         let report_at = ctx
             .fs
             .parse(&job.date_dir(&newest))?
-            .join(&format!("{}.json", stage.name));
+            .join(&format!("{}.json", stage.stage));
         ctx.fs.delete(&report_at)?;
         let mut command = global_args(ctx, job, &report_at);
         command.extend(job.stage_args(stage, &newest, &follows));
         launch(
             ctx,
-            &format!("{} of {newest}", stage.name),
+            &format!("{} of {newest}", stage.stage),
             &newest,
             command,
             &report_at,
@@ -390,11 +392,16 @@ fn launch(
 }
 
 /// The newest night after `date` whose `stage` is committed in this namespace, if any.
-fn newest_committed(ctx: &Context, job: &Job, stage: &Stage, date: &str) -> Result<Option<String>> {
+fn newest_committed(
+    ctx: &Context,
+    job: &Job,
+    stage: &JobStage,
+    date: &str,
+) -> Result<Option<String>> {
     let runs = ctx.fs.parse(&job.runs_dir())?;
     let nights = weibo_etl::dataset::partition::dated_folders(&ctx.fs, &runs)?;
     for (night, dir) in nights.into_iter().rev().filter(|(d, _)| d.as_str() > date) {
-        let report_at = dir.join(&format!("{}.json", stage.name));
+        let report_at = dir.join(&format!("{}.json", stage.stage));
         if committed_report(ctx, job, stage, &night, &report_at)?.is_some() {
             return Ok(Some(night));
         }
@@ -406,7 +413,7 @@ fn newest_committed(ctx: &Context, job: &Job, stage: &Stage, date: &str) -> Resu
 fn committed_report(
     ctx: &Context,
     job: &Job,
-    stage: &Stage,
+    stage: &JobStage,
     date: &str,
     report_at: &Location,
 ) -> Result<Option<Value>> {
@@ -414,13 +421,13 @@ fn committed_report(
     if report.get("ok") != Some(&Value::Bool(true)) {
         return Ok(None);
     }
-    let place = match stage.name.as_str() {
-        "clean" => job.place("clean", date),
-        "friends" | "rank" | "inbox" | "cascades" => job.place("graph", date),
-        _ => job.place("root", date),
+    let place = match stage.stage {
+        Stage::Clean => job.place("clean", date),
+        Stage::Friends | Stage::Rank | Stage::Inbox | Stage::Cascades => job.place("graph", date),
+        Stage::Load => job.place("root", date),
     };
     let place = ctx.fs.parse(&place)?;
-    Ok(output_committed(&ctx.fs, &stage.name, &place, date)?.then_some(report))
+    Ok(output_committed(&ctx.fs, stage.stage, &place, date)?.then_some(report))
 }
 
 fn read_json(ctx: &Context, at: &Location) -> Value {

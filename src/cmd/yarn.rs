@@ -12,6 +12,7 @@ use weibo_etl::dataset::slice::Slice;
 use weibo_etl::dev::cluster;
 use weibo_etl::hdfs::{FileSystems, Location};
 use weibo_etl::report::Report;
+use weibo_etl::stage::Stage;
 use weibo_etl::yarn::{self, commit, streaming::StreamingJob, TaskSpec};
 
 use super::Context;
@@ -26,7 +27,7 @@ Examples:
   weibo-etl yarn submit --tasks 4 -- friends --input hdfs://127.0.0.1:9000/weibo/clean/follows \\
       --output hdfs://127.0.0.1:9000/weibo/graph --date 2026-11-29
 
-Each task runs `weibo-etl <job> ... --partition i/N` with its output in the task attempt's
+Each task runs `weibo-etl <job> ... --slice i/N` with its output in the task attempt's
 folder; a failed attempt is retried by YARN (--max-attempts) and leaves nothing. Once every
 task has committed, each partition is committed into --output with one _SUCCESS beside the
 N slice=i-of-N/ folders (clean: a map and a reduce job, and the parts as one run
@@ -129,7 +130,11 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
     let spec = TaskSpec::new(job, job_args, args.tasks, env)?;
     let output = fs.parse(&spec.home())?;
     if !output.is_hdfs() {
-        let what = if job == "load" { "--input" } else { "--output" };
+        let what = if spec.job == Stage::Load {
+            "--input"
+        } else {
+            "--output"
+        };
         return Err(weibo_etl::Error::Usage(format!(
             "{what} {output}: the tasks of a YARN job work on HDFS, not on a local folder"
         ))
@@ -154,11 +159,11 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
             staging: staging.clone(),
             binary: upload_binary(fs, &fs.parse(&args.apps)?)?.to_string(),
         };
-        match job.as_str() {
-            "clean" => run_clean(&run, spec, &output),
-            "load" => run_load(ctx, &run, spec),
-            "rank" => run_rank(&run, spec),
-            _ => run_slices(&run, spec, &output),
+        match spec.job {
+            Stage::Clean => run_clean(&run, spec, &output),
+            Stage::Load => run_load(ctx, &run, spec),
+            Stage::Rank => run_rank(&run, spec),
+            Stage::Friends | Stage::Inbox | Stage::Cascades => run_slices(&run, spec, &output),
         }
     })();
     let _ = fs.delete(&staging);
@@ -280,7 +285,7 @@ fn run_slices(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
     let (submitted, out, slices) = run.stage(&spec, "out")?;
     let committed = commit::promote(run.fs, &out, output, spec.tasks)
         .context("committing the YARN job's output")?;
-    let merged = merge(&spec.job, &slices, &spec.args)?;
+    let merged = merge(spec.job, &slices, &spec.args)?;
     Ok(Outcome {
         jobs: vec![submitted],
         committed,
@@ -295,7 +300,7 @@ fn run_rank(run: &Run, spec: TaskSpec) -> Result<Outcome> {
     let (submitted, out, slices) = run.stage(&spec, "out")?;
     let committed = super::rank::commit_slices(run.fs, &spec.args, &out, spec.tasks)
         .context("committing the merged boards")?;
-    let merged = merge(&spec.job, &slices, &spec.args)?;
+    let merged = merge(spec.job, &slices, &spec.args)?;
     Ok(Outcome {
         jobs: vec![submitted],
         committed: vec![committed],
@@ -338,7 +343,7 @@ fn run_clean(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
     let args = yarn::without_arg(&spec.args, "--key-partitions");
     let map_spec = TaskSpec {
         args: args.clone(),
-        stage: yarn::Stage::Map { key_partitions },
+        phase: yarn::Phase::Map { key_partitions },
         ..spec.clone()
     };
     let (map_job, map_out, maps) = run.stage(&map_spec, "map")?;
@@ -370,7 +375,7 @@ fn run_clean(run: &Run, spec: TaskSpec, output: &Location) -> Result<Outcome> {
     }
     let reduce_spec = TaskSpec {
         args,
-        stage: yarn::Stage::Reduce {
+        phase: yarn::Phase::Reduce {
             key_partitions,
             shuffle: map_out.to_string(),
         },
@@ -593,21 +598,21 @@ fn slice_reports(fs: &FileSystems, out: &Location, tasks: u32) -> Result<Vec<Val
 
 /// The job's figures for the whole run, from its slices' reports; checked where every slice
 /// must agree.
-fn merge(job: &str, slices: &[Value], args: &[String]) -> Result<Option<Value>> {
-    if job == "cascades" {
+fn merge(job: Stage, slices: &[Value], args: &[String]) -> Result<Option<Value>> {
+    if job == Stage::Cascades {
         return merge_cascades(slices, args).map(Some);
     }
-    if job == "inbox" {
+    if job == Stage::Inbox {
         return merge_inbox(slices).map(Some);
     }
-    if job == "rank" {
+    if job == Stage::Rank {
         use weibo_etl::graph::rank::RankStats;
         let stats: Vec<RankStats> = slice_figures(slices, "rank")?;
         let whole = RankStats::of_slices(&stats)
             .context("the slices read different inputs (rows read or partitions differ)")?;
         return Ok(Some(serde_json::to_value(whole)?));
     }
-    if job != "friends" {
+    if job != Stage::Friends {
         return Ok(None);
     }
     // Every slice reads every edge, and keeps the distinct edges and pairs of its own
@@ -724,7 +729,7 @@ fn run_task(ctx: &Context, spec_path: &str) -> Result<()> {
             }
             .into());
         }
-        counters(fs, &report, &spec.job);
+        counters(fs, &report, spec.job.name());
         fail_first_attempt(fs, &spec, slice, &attempt, &task_dir_location)?;
     }
     Ok(())

@@ -1,4 +1,4 @@
-//! One slice of a job's work, `--partition i/N`: slice `i` of `N` disjoint slices whose union
+//! One slice of a job's work, `--slice i/N`: slice `i` of `N` disjoint slices whose union
 //! is the whole answer, so N machines (or N YARN tasks) can share a job.
 //!
 //! A slice writes its share of a partition into `<table>/dt=<date>/slice=i-of-N/`, committed

@@ -1,4 +1,4 @@
-//! `load` as N slices (`--partition i/N`, the tasks of `weibo-etl yarn submit`): which units
+//! `load` as N slices (`--slice i/N`, the tasks of `weibo-etl yarn submit`): which units
 //! a slice runs, what the submitter does before the tasks start ([`prepare`]) and after every
 //! one has loaded ([`commit`]).
 //!
@@ -65,7 +65,7 @@ pub(super) fn check_tables(options: &LoadOptions, slice: Slice) -> Result<()> {
     }
     let names: Vec<&str> = missing.iter().map(|t| t.name()).collect();
     Err(Error::Usage(format!(
-        "load --partition {slice}: {}:{} not created; a sliced load writes into existing tables \
+        "load --slice {slice}: {}:{} not created; a sliced load writes into existing tables \
          (`weibo-etl yarn submit -- load …` creates them before the tasks start)",
         options.write.namespace,
         names.join(",")

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::mapping::{value_text, CsvTimes, Dialect, Mapped, RawRecord};
 use crate::dataset::Entity;
-use crate::values::parse_crawl_time;
+use crate::field_rules::parse_crawl_time;
 
 /// MediaCrawler field → canonical field, per entity (`created_at` is handled apart).
 const NOTE: &[(&str, &str)] = &[

@@ -1,4 +1,4 @@
-//! Running a job past one machine: its slices (`--partition i/N`) as the map tasks of a YARN
+//! Running a job past one machine: its slices (`--slice i/N`) as the map tasks of a YARN
 //! job, through Hadoop Streaming, map-only.
 //!
 //! `weibo-etl yarn submit` writes the task list (one `i/N` line per task) and the task spec
@@ -20,9 +20,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
+use crate::stage::Stage;
 
-/// The jobs that can run as slices through YARN.
-pub const SLICEABLE: &[&str] = &["cascades", "clean", "friends", "inbox", "load", "rank"];
+/// The jobs that can run as slices through YARN: every stage.
+pub const SLICEABLE: [Stage; 6] = Stage::ALL;
 
 /// Where `load`'s bookkeeping lives under its `--input` (it writes tables, not Parquet).
 pub const LOAD_HOME: &str = "_load";
@@ -33,24 +34,24 @@ pub const REPORTS: &str = "_reports";
 /// What every task of one YARN job runs: shipped to the tasks as `job.json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSpec {
-    /// The subcommand, e.g. `friends`.
-    pub job: String,
-    /// Its arguments as given to `submit`, `--output` included, `--partition` not.
+    /// The job, e.g. `friends`.
+    pub job: Stage,
+    /// Its arguments as given to `submit`, `--output` included, `--slice` not.
     pub args: Vec<String>,
     /// How many tasks (slices) the job has.
     pub tasks: u32,
     /// Environment the slice runs with (the submitter's resolved global options).
     pub env: BTreeMap<String, String>,
-    /// Which stage of the job the tasks run.
+    /// Which phase of the job the tasks run.
     #[serde(default)]
-    pub stage: Stage,
+    pub phase: Phase,
 }
 
-/// What one task of a YARN job runs: a slice of the whole job (`--partition`), or one of
-/// clean's two stages (`clean::shuffle`), which share their key partitions.
+/// What one task of a YARN job runs: a slice of the whole job (`--slice`), or one of
+/// clean's two phases (`clean::shuffle`), which share their key partitions.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Stage {
+pub enum Phase {
     #[default]
     Slice,
     Map {
@@ -65,25 +66,32 @@ pub enum Stage {
 
 impl TaskSpec {
     /// Checks what `submit` was asked to run: a job that can be sliced, an `--output`, and no
-    /// `--partition` (the tasks set it).
+    /// `--slice` (the tasks set it).
     pub fn new(
         job: &str,
         args: &[String],
         tasks: u32,
         env: BTreeMap<String, String>,
     ) -> Result<TaskSpec> {
-        if !SLICEABLE.contains(&job) {
+        let Some(job) = Stage::of(job).filter(|s| SLICEABLE.contains(s)) else {
             return Err(Error::Usage(format!(
                 "{job:?} cannot run through YARN yet; jobs that can: {}",
-                SLICEABLE.join(", ")
+                SLICEABLE.map(Stage::name).join(", ")
             )));
-        }
+        };
         if tasks == 0 {
             return Err(Error::Usage("--tasks must be at least 1".into()));
         }
         // load's slices keep manifests of their own beside the default one.
-        let checkpoint = (job == "load").then_some("--checkpoint");
-        let taken = ["--partition", "--load", "--map", "--reduce", "--shuffle"];
+        let checkpoint = (job == Stage::Load).then_some("--checkpoint");
+        let taken = [
+            "--slice",
+            "--partition",
+            "--load",
+            "--map",
+            "--reduce",
+            "--shuffle",
+        ];
         for taken in taken.into_iter().chain(checkpoint) {
             if args
                 .iter()
@@ -101,7 +109,7 @@ impl TaskSpec {
                 )));
             }
         }
-        if job == "load" {
+        if job == Stage::Load {
             if arg_values(args, "--input").is_empty() {
                 return Err(Error::Usage(
                     "load through YARN needs its --input (the clean root)".into(),
@@ -115,16 +123,16 @@ impl TaskSpec {
         let mut args = args.to_vec();
         // rank reads the friend counts from --friends, which defaults to --output: the
         // tasks' --output is their attempt folder, so they are given the job's own.
-        if job == "rank" && arg_values(&args, "--friends").is_empty() {
+        if job == Stage::Rank && arg_values(&args, "--friends").is_empty() {
             let output = output_arg(&args).map(str::to_string);
             args.extend(["--friends".to_string()].into_iter().chain(output));
         }
         Ok(TaskSpec {
-            job: job.to_string(),
+            job,
             args,
             tasks,
             env,
-            stage: Stage::Slice,
+            phase: Phase::Slice,
         })
     }
 
@@ -132,7 +140,7 @@ impl TaskSpec {
     /// job's `--output`, or for `load` (whose results are cells) `<input>/_load`.
     pub fn home(&self) -> String {
         match output_arg(&self.args) {
-            Some(output) if self.job != "load" => output.to_string(),
+            Some(output) if self.job != Stage::Load => output.to_string(),
             _ => {
                 let input = arg_values(&self.args, "--input")[0];
                 format!("{}/{LOAD_HOME}", input.trim_end_matches('/'))
@@ -141,21 +149,25 @@ impl TaskSpec {
     }
 
     /// The command line of one slice (after the binary): its report, the job, its
-    /// arguments with `--output` moved to `output`, and `--partition`.
+    /// arguments with `--output` moved to `output`, and `--slice`.
     pub fn slice_args(&self, slice: Slice, output: &str, report: &str) -> Vec<String> {
-        let mut argv = vec!["--report".to_string(), report.to_string(), self.job.clone()];
+        let mut argv = vec![
+            "--report".to_string(),
+            report.to_string(),
+            self.job.name().to_string(),
+        ];
         // load has no --output: its slices write cells, and their reports.
         argv.extend(with_output(&self.args, output));
         let slice = slice.to_string();
-        match &self.stage {
-            Stage::Slice => argv.extend(["--partition".into(), slice]),
-            Stage::Map { key_partitions } => argv.extend([
+        match &self.phase {
+            Phase::Slice => argv.extend(["--slice".into(), slice]),
+            Phase::Map { key_partitions } => argv.extend([
                 "--map".into(),
                 slice,
                 "--key-partitions".into(),
                 key_partitions.to_string(),
             ]),
-            Stage::Reduce {
+            Phase::Reduce {
                 key_partitions,
                 shuffle,
             } => argv.extend([
@@ -304,7 +316,7 @@ mod tests {
                 "hdfs:///t/attempt",
                 "--date",
                 "2026-11-29",
-                "--partition",
+                "--slice",
                 "1/4"
             ])
         );
@@ -314,7 +326,7 @@ mod tests {
         let back = TaskSpec::from_json(&spec.to_json(), "job.json").unwrap();
         assert_eq!(back, spec);
         let reduce = TaskSpec {
-            stage: Stage::Reduce {
+            phase: Phase::Reduce {
                 key_partitions: 3,
                 shuffle: "hdfs:///s/map".into(),
             },
@@ -379,7 +391,7 @@ mod tests {
                 "hdfs:///c/",
                 "--date",
                 "2026-11-29",
-                "--partition",
+                "--slice",
                 "1/2"
             ])
         );

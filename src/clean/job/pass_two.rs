@@ -207,7 +207,7 @@ impl Winners {
 /// of each edge is the one kept.
 ///
 /// The place is packed into two words, `min` and `max << 1 | (follower is max)`: ids are
-/// positive `i64`s ([`crate::values::parse_id`]), so this orders exactly as
+/// positive `i64`s ([`crate::field_rules::parse_id`]), so this orders exactly as
 /// [`follows::sort_key`] does, and a row is 40 bytes instead of 56, which the sort moves and
 /// compares less of. A missing follow time is [`NO_TIME`].
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -219,7 +219,7 @@ struct FollowRow {
 }
 
 /// A follow row's missing follow time: a kept time is never before Weibo's launch
-/// ([`crate::values::parse_time`]).
+/// ([`crate::field_rules::parse_time`]).
 const NO_TIME: i64 = i64::MIN;
 
 impl FollowRow {

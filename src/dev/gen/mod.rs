@@ -20,8 +20,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::field_rules::mid_to_bid;
 use crate::hdfs::{FileSystems, Location};
-use crate::values::mid_to_bid;
 
 mod cascades;
 pub mod formats;

@@ -56,7 +56,7 @@ pub struct CascadesOptions {
     /// Cascades listed in the report, largest first.
     pub top: usize,
     pub data_page_version: u8,
-    /// The roots of one slice (`--partition i/N`): every N-th hash partition, written under
+    /// The roots of one slice (`--slice i/N`): every N-th hash partition, written under
     /// `slice=i-of-N/`; [`Slice::ALL`] for the whole job.
     pub slice: Slice,
 }

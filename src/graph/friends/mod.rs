@@ -26,7 +26,7 @@
 //!
 //! Out of core: when the packed edges would exceed the memory budget, edges are hash-
 //! partitioned by pair into spill files and each partition is sorted on its own. Scale-out:
-//! `--partition i/N` keeps only pairs whose hash bucket is `i`. Both produce exactly the rows
+//! `--slice i/N` keeps only pairs whose hash bucket is `i`. Both produce exactly the rows
 //! the single in-memory run produces (for their buckets).
 //!
 //! Invariants: `uid_a < uid_b` in every output row; each pair appears once; `since` is the

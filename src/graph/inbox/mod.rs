@@ -16,7 +16,7 @@
 //! partitions are built in parallel, written as the part files of their numbers, then handed
 //! to the caller in partition order.
 //!
-//! A slice (`--partition i/N`) builds every N-th partition of the authors, cut as if by one
+//! A slice (`--slice i/N`) builds every N-th partition of the authors, cut as if by one
 //! thread so every slice cuts alike, into `slice=i-of-N/` of each table: the slices hold
 //! disjoint authors, whole, and their union is the single run's rows.
 //!
@@ -58,7 +58,7 @@ pub struct InboxOptions {
     pub celebrity_threshold: u64,
     pub memory_budget: u64,
     pub data_page_version: u8,
-    /// The authors of one slice (`--partition i/N`): every N-th hash partition, written under
+    /// The authors of one slice (`--slice i/N`): every N-th hash partition, written under
     /// `slice=i-of-N/`; [`Slice::ALL`] for the whole job.
     pub slice: Slice,
 }

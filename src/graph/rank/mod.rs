@@ -18,7 +18,7 @@
 //! (each uid in exactly one), and the top N of a partition holds every user of the overall
 //! top N that it holds, so the top N of the partitions' tops is the overall top N.
 //!
-//! The same holds across machines: a slice (`--partition i/N`) ranks every N-th partition,
+//! The same holds across machines: a slice (`--slice i/N`) ranks every N-th partition,
 //! cut as if by one thread so every slice cuts alike, and writes its own boards under
 //! `slice=i-of-N/`; the top N of the slices' boards ([`merge_boards`]) is the whole job's.
 
@@ -244,7 +244,7 @@ pub struct RankOptions {
     pub metrics: Vec<Metric>,
     /// Memory for the per-user values and the follow ends of the partitions held at once.
     pub memory_budget: u64,
-    /// The uids of one slice (`--partition i/N`): every N-th hash partition;
+    /// The uids of one slice (`--slice i/N`): every N-th hash partition;
     /// [`Slice::ALL`] for the whole job.
     pub slice: Slice,
 }

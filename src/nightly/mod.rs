@@ -1,4 +1,4 @@
-//! The nightly pipeline that `weibo-etl run` drives: a job file ([`job`]) names the stages
+//! The nightly runner that `weibo-etl run` drives: a job file ([`job`]) names the stages
 //! (clean → load → friends → rank → inbox → cascades) and where their data lives; each date's run takes the job's
 //! [`lock`], runs the stages that are not committed yet as child processes of this binary,
 //! and records what each did under `<root>/_runs/<namespace>/dt=<date>/`.
@@ -15,6 +15,7 @@ pub mod lock;
 
 use crate::error::Result;
 use crate::hdfs::{FileSystems, Location};
+use crate::stage::Stage;
 
 /// The committed `dt=` folders of `<clean>/follows` up to `date`, oldest first: the follows
 /// `friends` reads for that date.
@@ -32,13 +33,13 @@ pub fn follows_upto(fs: &FileSystems, clean: &Location, date: &str) -> Result<Ve
 /// `clean`, in any entity's). `load` has no partition: its report decides alone.
 pub fn output_committed(
     fs: &FileSystems,
-    stage: &str,
+    stage: Stage,
     place: &Location,
     date: &str,
 ) -> Result<bool> {
     let dt = format!("dt={date}");
     match stage {
-        "clean" => {
+        Stage::Clean => {
             for entity in ["users", "posts", "follows", "comments", "reposts"] {
                 if fs.exists(&place.join(entity).join(&dt).join("_SUCCESS"))? {
                     return Ok(true);
@@ -46,8 +47,9 @@ pub fn output_committed(
             }
             Ok(false)
         }
-        "friends" => fs.exists(&place.join("friends").join(&dt).join("_SUCCESS")),
-        "rank" | "inbox" | "cascades" => fs.exists(&place.join(stage).join(&dt).join("_SUCCESS")),
-        _ => Ok(true),
+        Stage::Friends | Stage::Rank | Stage::Inbox | Stage::Cascades => {
+            fs.exists(&place.join(stage.name()).join(&dt).join("_SUCCESS"))
+        }
+        Stage::Load => Ok(true),
     }
 }

@@ -10,9 +10,17 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::stage::Stage;
 
-/// The stages a job can name, in the only order they may run.
-pub const STAGES: [&str; 6] = ["clean", "load", "friends", "rank", "inbox", "cascades"];
+/// The names of the stages a job can name, in the only order they may run ([`Stage::ALL`]).
+pub const STAGES: [&str; 6] = [
+    Stage::Clean.name(),
+    Stage::Load.name(),
+    Stage::Friends.name(),
+    Stage::Rank.name(),
+    Stage::Inbox.name(),
+    Stage::Cascades.name(),
+];
 
 /// Stage flags `run` sets itself: a job file giving them would fight the run (a `resume`
 /// after clean ran again, a report elsewhere than where committed stages are looked for).
@@ -39,13 +47,13 @@ pub struct Job {
     pub name: String,
     places: BTreeMap<String, String>,
     /// Stages in run order, each with its options as `--flag value` pairs.
-    pub stages: Vec<Stage>,
+    pub stages: Vec<JobStage>,
 }
 
 /// One stage and the options the job file (and `--set stage.option=value`) gives it.
 #[derive(Clone, Debug)]
-pub struct Stage {
-    pub name: String,
+pub struct JobStage {
+    pub stage: Stage,
     pub options: Vec<(String, toml::Value)>,
 }
 
@@ -165,23 +173,22 @@ impl Job {
                 .entry(key.to_string())
                 .or_insert_with(|| default.to_string());
         }
-        let mut stages = Vec::new();
+        let mut stages: Vec<JobStage> = Vec::new();
         for name in order {
-            let Some(index) = STAGES.iter().position(|s| *s == name) else {
+            let Some(stage) = Stage::of(&name) else {
                 return Err(usage(origin, format!("unknown stage `{name}`")));
             };
-            if let Some(prev) = stages.last().map(|s: &Stage| s.name.clone()) {
-                let before = STAGES.iter().position(|s| *s == prev).unwrap_or(0);
-                if before >= index {
+            if let Some(prev) = stages.last().map(|s| s.stage) {
+                if prev >= stage {
                     return Err(usage(
                         origin,
                         format!("stage `{name}` must come after `{prev}`, once"),
                     ));
                 }
             }
-            stages.push(Stage {
+            stages.push(JobStage {
+                stage,
                 options: options.remove(&name).unwrap_or_default(),
-                name,
             });
         }
         if let Some(stage) = options.keys().next() {
@@ -200,7 +207,7 @@ impl Job {
                     origin,
                     format!(
                         "`{}.{key}` is set by `run` itself and cannot be an option",
-                        stage.name
+                        stage.stage
                     ),
                 ));
             }
@@ -256,24 +263,24 @@ impl Job {
     /// The arguments of a stage's command (after the global options): the job's places,
     /// the date, then the stage's options. `follows` are the committed follows nights up to
     /// `date`, for `friends`.
-    pub fn stage_args(&self, stage: &Stage, date: &str, follows: &[String]) -> Vec<String> {
-        let mut args: Vec<String> = vec![stage.name.clone()];
+    pub fn stage_args(&self, stage: &JobStage, date: &str, follows: &[String]) -> Vec<String> {
+        let mut args: Vec<String> = vec![stage.stage.name().to_string()];
         let mut push = |a: &str, b: String| {
             args.push(a.to_string());
             args.push(b);
         };
-        match stage.name.as_str() {
-            "clean" => {
+        match stage.stage {
+            Stage::Clean => {
                 push("--input", self.place("raw", date));
                 push("--output", self.place("clean", date));
             }
-            "load" => push("--input", self.place("clean", date)),
+            Stage::Load => push("--input", self.place("clean", date)),
             // The friends of the same night are under the same graph folder (rank reads them).
-            "rank" | "inbox" | "cascades" => {
+            Stage::Rank | Stage::Inbox | Stage::Cascades => {
                 push("--input", self.place("clean", date));
                 push("--output", self.place("graph", date));
             }
-            _ => {
+            Stage::Friends => {
                 for f in follows {
                     push("--input", f.clone());
                 }
@@ -345,7 +352,7 @@ k = 20
     #[test]
     fn places_stages_and_options_make_the_command_lines() {
         let job = Job::parse(FILE, "nightly.toml", &[], &no_env).unwrap();
-        let names: Vec<&str> = job.stages.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<&str> = job.stages.iter().map(|s| s.stage.name()).collect();
         assert_eq!(names, STAGES);
         assert_eq!(
             job.stage_args(&job.stages[0], "2026-11-29", &[]),
