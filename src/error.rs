@@ -86,6 +86,18 @@ pub enum Error {
     #[error("not found: {0}")]
     NotFound(String),
 
+    /// A YARN job that did not succeed, or whose output does not add up.
+    #[error("YARN: {0}")]
+    Yarn(String),
+
+    /// What was being done when `source` happened; the exit code is the source's.
+    #[error("{context}: {source}")]
+    Context {
+        context: String,
+        #[source]
+        source: Box<Error>,
+    },
+
     /// A stage of `run` (a child process) failed; the run ends with the stage's exit code.
     #[error("stage {stage} of {date} failed with exit code {code}")]
     Stage {
@@ -106,8 +118,33 @@ impl Error {
             Error::Locked { .. } => exit_code::LOCKED,
             Error::NotFound(_) => exit_code::NOT_FOUND,
             Error::Stage { code, .. } => *code,
+            Error::Context { source, .. } => source.exit_code(),
             _ => exit_code::FAILURE,
         }
+    }
+
+    /// This error with what was being done when it happened.
+    pub fn context(self, context: impl Into<String>) -> Error {
+        Error::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+}
+
+/// [`Error::context`] on a result.
+pub trait ResultExt<T> {
+    fn context(self, context: impl Into<String>) -> Result<T>;
+    fn with_context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T>;
+}
+
+impl<T> ResultExt<T> for Result<T> {
+    fn context(self, context: impl Into<String>) -> Result<T> {
+        self.map_err(|e| e.context(context))
+    }
+
+    fn with_context<C: Into<String>>(self, context: impl FnOnce() -> C) -> Result<T> {
+        self.map_err(|e| e.context(context()))
     }
 }
 

@@ -12,6 +12,7 @@
 //! - [`graph`]: batch graph analytics, one folder per job (friends, rank, inbox, cascades),
 //!   each with its HBase output beside it;
 //! - [`verify`]: sampled read-back of the loaded tables, with latencies;
+//! - [`query`]: point reads of the loaded tables, as JSON, with each call's latency;
 //! - [`nightly`]: the nightly runner's job file, its lock and its stages, for `weibo-etl run`;
 //! - [`yarn`]: a job's slices as the map tasks of a YARN job (Hadoop Streaming), and the job
 //!   commit that promotes them.
@@ -44,6 +45,7 @@ pub mod hdfs;
 pub mod load;
 pub mod nightly;
 pub mod progress;
+pub mod query;
 pub mod raw;
 pub mod report;
 pub mod spill;
@@ -117,8 +119,11 @@ mod house {
             ("load", &[]),
             ("graph", &[]),
             ("verify", &[]),
+            // The home feed is the inbox's read path.
+            ("query", &["graph"]),
             ("nightly", &[]),
-            ("yarn", &[]),
+            // YARN runs the jobs: it names their entry points and their merges.
+            ("yarn", &["clean", "load", "graph"]),
         ];
         for (module, extra) in allowed {
             for name in named(module) {
@@ -134,6 +139,51 @@ mod house {
                     shared.contains(&name.as_str()) && !stages.contains(&name.as_str()),
                     "{module} (shared) names crate::{name}"
                 );
+            }
+        }
+    }
+
+    /// `cmd/` turns arguments into options, calls one library function and prints: of each
+    /// stage it may name only the entry points, and of HBase only the table contract and the
+    /// write options, never the writers' machinery.
+    #[test]
+    fn cmd_names_only_entry_points_and_contracts() {
+        let entries: &[(&str, &[&str])] = &[
+            ("raw", &["Format"]),
+            ("clean", &["job", "shuffle"]),
+            ("load", &["run", "LoadOptions", "LoadReport"]),
+            ("graph", &["friends", "rank", "inbox", "cascades"]),
+            ("verify", &[]),
+            ("query", &[]),
+            ("nightly", &["job", "run"]),
+            ("yarn", &["jobs", "submit", "task", "TaskSpec"]),
+        ];
+        let internals = ["writers", "bulk", "route", "emission"];
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd");
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let file = entry.path();
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (at, _) in text.match_indices("weibo_etl::") {
+                let path: Vec<&str> = text[at + 11..]
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                    .next()
+                    .unwrap_or_default()
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                let shown = format!("{}: weibo_etl::{}", file.display(), path.join("::"));
+                if let Some((_, allowed)) = entries.iter().find(|(m, _)| Some(m) == path.first()) {
+                    assert!(
+                        path.get(1).is_none_or(|item| allowed.contains(item)),
+                        "{shown} is not an entry point"
+                    );
+                }
+                if path.first() == Some(&"hbase") && path.get(1) == Some(&"write") {
+                    assert!(
+                        path.get(2).is_none_or(|item| !internals.contains(item)),
+                        "{shown}: the writers' machinery is the library's"
+                    );
+                }
             }
         }
     }

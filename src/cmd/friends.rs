@@ -1,10 +1,10 @@
 //! `weibo-etl friends`: mutual follows from cleaned follow edges, in memory or out of core,
 //! whole or one slice of the pair space.
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use chrono::NaiveDate;
 
-use weibo_etl::graph::friends::{self, FriendsOptions, FriendsStats, FriendsWriter, Slice};
+use weibo_etl::graph::friends::{self, FriendsOptions, FriendsStats, Slice};
 use weibo_etl::hbase::write::WriteOptions;
 use weibo_etl::report::Report;
 
@@ -77,25 +77,22 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let outcome = (|| -> Result<(FriendsStats, String)> {
         let output = ctx.fs.parse(&args.output)?;
         let date = args.date.format("%Y-%m-%d").to_string();
-        // Rows stream into staged files as partitions finish; nothing is visible until the
-        // commit, and a failure leaves nothing behind.
-        let writer = FriendsWriter::create(
+        let hbase = args.load.then(|| WriteOptions {
+            regions: args.regions,
+            ..args
+                .route
+                .apply(ctx.write_options(date.clone(), Vec::new()))
+        });
+        let done = friends::job::run(
             &ctx.fs,
+            &args.inputs,
             &output,
             &date,
-            slice,
+            &options,
             args.parquet.data_page_version,
+            hbase.as_ref(),
         )?;
-        let (stats, marker) = if args.load {
-            let hbase = WriteOptions {
-                regions: args.regions,
-                ..args
-                    .route
-                    .apply(ctx.write_options(date.clone(), Vec::new()))
-            };
-            let (stats, loaded, marker) =
-                friends::hbase::run(&ctx.fs, &args.inputs, &options, &output, &writer, &hbase)
-                    .context("computing friends into HBase")?;
+        if let Some(loaded) = &done.loaded {
             let w = &loaded.written;
             eprintln!(
                 "hbase: {} puts in {:.2}s into {}:friend/user/follow/fans ({}; {} pairs and {} \
@@ -110,20 +107,8 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             );
             report.set("load", w);
             report.set("load_base", &loaded.base);
-            (stats, marker)
-        } else {
-            let stats = friends::run_to(&ctx.fs, &args.inputs, &options, &writer)
-                .context("computing friends")?;
-            (stats, None)
-        };
-        let target = writer.commit().context("writing friends")?;
-        if let Some(marker) = marker {
-            marker
-                .write(&ctx.fs)
-                .context("recording the friends loaded")?;
         }
-        log::debug!("friends: committed");
-        Ok((stats, target.to_string()))
+        Ok((done.stats, done.committed.to_string()))
     })();
     log::debug!(
         "friends: finished in {:.2}s, peak {} MB",

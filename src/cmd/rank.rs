@@ -7,8 +7,8 @@ use weibo_etl::dataset::slice::Slice;
 use weibo_etl::graph::rank::{self, Inputs, Metric, RankOptions};
 use weibo_etl::hbase::layout::Table;
 use weibo_etl::hbase::write::WriteOptions;
-use weibo_etl::hdfs::{FileSystems, Location};
 use weibo_etl::report::Report;
+use weibo_etl::yarn::jobs::RankMerge;
 
 use super::Context;
 
@@ -168,49 +168,18 @@ struct Line {
     args: Args,
 }
 
-/// The whole job's boards from the `tasks` slices that a YARN job of `rank <job_args>` wrote
-/// under `job_output`, written into the job's `--output` and committed; returns the
-/// committed partition.
-pub fn commit_slices(
-    fs: &FileSystems,
-    job_args: &[String],
-    job_output: &Location,
-    tasks: u32,
-) -> Result<Location> {
+/// How the slices of `rank <job_args>` (a YARN job) merge into the whole job's boards.
+pub fn merge_of(job_args: &[String]) -> Result<RankMerge> {
     use clap::Parser as _;
     let line =
         Line::try_parse_from(std::iter::once("rank".to_string()).chain(job_args.iter().cloned()))
             .map_err(|e| weibo_etl::Error::Usage(format!("rank {}: {e}", job_args.join(" "))))?;
     let args = line.args;
-    let date = args.date.format("%Y-%m-%d").to_string();
-    let dir = job_output
-        .join(weibo_etl::dataset::rank::TABLE)
-        .join(&format!("dt={date}"));
-    let slices = (0..tasks)
-        .map(|index| {
-            let slice = Slice {
-                index,
-                count: tasks,
-            };
-            // One task is the whole job, written as a single run writes it.
-            let at = if tasks == 1 {
-                dir.clone()
-            } else {
-                dir.join(&slice.folder())
-            };
-            rank::read_boards(fs, &at).with_context(|| format!("the boards of slice {slice}"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let boards = rank::merge_boards(&slices, &metrics_of(&args), args.top as usize);
-    let output = fs.parse(&args.output)?;
-    let target = rank::write(
-        fs,
-        &output,
-        &date,
-        Slice::ALL,
-        args.parquet.data_page_version,
-        &boards,
-    )
-    .context("writing the merged boards")?;
-    Ok(target)
+    Ok(RankMerge {
+        date: args.date.format("%Y-%m-%d").to_string(),
+        metrics: metrics_of(&args),
+        top: args.top as usize,
+        data_page_version: args.parquet.data_page_version,
+        output: args.output,
+    })
 }

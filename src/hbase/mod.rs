@@ -15,6 +15,7 @@
 pub mod admin;
 pub mod hfile;
 pub mod layout;
+pub mod reads;
 pub mod write;
 
 use std::collections::BTreeMap;

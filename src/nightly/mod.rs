@@ -10,8 +10,11 @@
 //! snapshot), so running a committed date again changes nothing a reader sees.
 //! `docs/nightly.md` has the whole protocol.
 
+mod child;
 pub mod job;
 pub mod lock;
+pub mod run;
+pub mod summary;
 
 use crate::error::Result;
 use crate::hdfs::{FileSystems, Location};

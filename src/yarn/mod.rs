@@ -12,7 +12,10 @@
 //! the whole job or none of it (docs/design/yarn.md).
 
 pub mod commit;
+pub mod jobs;
 pub mod streaming;
+pub mod submit;
+pub mod task;
 
 use std::collections::BTreeMap;
 

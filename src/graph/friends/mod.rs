@@ -37,6 +37,7 @@ mod codes;
 mod counts;
 pub mod hbase;
 mod input;
+pub mod job;
 mod join;
 mod output;
 mod sink;

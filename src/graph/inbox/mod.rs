@@ -28,6 +28,7 @@
 
 pub mod feed;
 pub mod hbase;
+pub mod read;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -26,6 +26,7 @@ use super::{Put, Timeouts};
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
+pub use bulk::DEFAULT_BULKLOAD_CMD;
 use route::{bulk_target, choose};
 use writers::with_writers;
 
