@@ -5,10 +5,10 @@
     python3 benches/analytics.py --preset small --repeat 3              # generated and cleaned here
     python3 benches/analytics.py --preset small --jobs inbox,cascades
 
-- `rank` against `benches/peers/duckdb_rank.py`, the window query (after one `friends` run:
+- `rank` against `tests/reference/duckdb_rank.py`, the window query (after one `friends` run:
   rank's friends board reads its counts). Both boards must be equal row for row.
 - `inbox` (Parquet only, `--k`, `--celebrity-threshold`) against
-  `benches/peers/duckdb_inbox.py` writing the same entries to Parquet. Both entry sets must be
+  `tests/reference/duckdb_inbox.py` writing the same entries to Parquet. Both entry sets must be
   equal.
 - `cascades` against `benches/peers/duckdb_cascades.py`, a recursive CTE handed the parent
   edges from our `repost_paths` (the case where the parents are direct), which only walks
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import BIN, DATE, PEERS, ROOT, interleaved, measured  # noqa: E402
+from bench import BIN, DATE, PEERS, REFERENCES, ROOT, interleaved, measured  # noqa: E402
 
 
 def cleaned(out, preset):
@@ -86,7 +86,7 @@ def rank_bench(args, out, clean, graph):
     ours, peer = interleaved(
         [BIN, "-q", "--report", report, "rank", "--input", clean, "--output", graph, "--date", DATE,
          "--top", str(args.top), *budget(args)],
-        [sys.executable, PEERS / "duckdb_rank.py", clean, graph, DATE, str(args.top), csv, "2"],
+        [sys.executable, REFERENCES / "duckdb_rank.py", clean, graph, DATE, str(args.top), csv, "2"],
         args.repeat, args.warmup)
     if our_board(graph) != duck_board(csv):
         sys.exit("the boards differ between weibo-etl and DuckDB")
@@ -114,7 +114,7 @@ def inbox_bench(args, out, clean, graph):
         [BIN, "-q", "--report", report, "inbox", "--input", clean, "--output", graph, "--date", DATE,
          "--k", str(args.k), "--celebrity-threshold", str(args.celebrity_threshold),
          *budget(args)],
-        [sys.executable, PEERS / "duckdb_inbox.py", clean, DATE, str(args.k),
+        [sys.executable, REFERENCES / "duckdb_inbox.py", clean, DATE, str(args.k),
          str(args.celebrity_threshold), str(target)],
         args.repeat, args.warmup)
     mine = f"SELECT uid, followee, mid FROM read_parquet('{graph}/inbox/dt={DATE}/*.parquet')"

@@ -22,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / "benches" / "peers"
+# The peers the tests also take as their references live with the tests.
+REFERENCES = ROOT / "tests" / "reference"
 BIN = ROOT / "target" / "release" / "weibo-etl"
 DATE = "2026-11-29"
 
@@ -75,7 +77,7 @@ def friends_vs_duckdb(args, out, ours_input, peer_input, fr_out, report, expect_
     same number of pairs (and `expect_pairs`, when given). Returns both medians and our report."""
     ours, peer = interleaved(
         [BIN, "-q", "--report", report, "friends", "--input", ours_input, "--output", fr_out, "--date", DATE],
-        [sys.executable, PEERS / "duckdb_friends.py", peer_input, out / "duck-friends.parquet"],
+        [sys.executable, REFERENCES / "duckdb_friends.py", peer_input, out / "duck-friends.parquet"],
         args.repeat, args.warmup, before=lambda: shutil.rmtree(fr_out, ignore_errors=True))
     stats = json.loads(report.read_text())["friends"]
     peer_pairs = json.loads(peer["stdout"].strip().splitlines()[-1])["pairs"]

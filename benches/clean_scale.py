@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import BIN, DATE, PEERS, ROOT, interleaved  # noqa: E402
+from bench import BIN, DATE, PEERS, REFERENCES, ROOT, interleaved  # noqa: E402
 
 
 def ensure_follows(data, users):
@@ -105,7 +105,7 @@ def main():
             f_ours, f_peer = interleaved(
                 [BIN, "-q", "friends", "--input", ours_out / "follows" / f"dt={DATE}", "--output",
                  ours_friends, "--date", DATE],
-                [sys.executable, PEERS / "duckdb_friends.py", duck_out, duck_friends, "2"],
+                [sys.executable, REFERENCES / "duckdb_friends.py", duck_out, duck_friends, "2"],
                 args.repeat, 0, before=clear_friends)
             r = results[-1]
             r.update({

@@ -5,10 +5,10 @@ use std::hint::black_box;
 use std::io::Cursor;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use weibo_etl::field_rules::{clean_text, parse_count, parse_time};
 use weibo_etl::graph::friends::mutual_pairs_of;
 use weibo_etl::hbase::layout::keys;
 use weibo_etl::raw::canonical::read_csv;
-use weibo_etl::values::{clean_text, parse_count, parse_time};
 
 const CRAWL: i64 = 1_795_964_400_000;
 

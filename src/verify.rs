@@ -11,6 +11,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::{Int64Type, TimestampMillisecondType};
 use serde::Serialize;
 
+use crate::dataset::parquet_io;
 use crate::dataset::partition;
 use crate::error::Result;
 use crate::hbase::layout::{cell, keys, Table};
@@ -84,7 +85,7 @@ impl<T: Ord> Sample<T> {
 
 fn batches(fs: &FileSystems, dir: &Location, f: &mut dyn FnMut(&RecordBatch)) -> Result<()> {
     for file in partition::committed_parts(fs, dir)? {
-        partition::read_parquet(fs, &file, &mut |b| {
+        parquet_io::read_parquet(fs, &file, &mut |b| {
             f(b);
             Ok(())
         })?;

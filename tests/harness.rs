@@ -2,8 +2,28 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+/// The night every sample test cleans.
+pub const SAMPLE_DATE: &str = "2026-11-29";
+
+/// The bundled raw sample (`sample_data/`): every format, and dirty rows on purpose.
+pub fn sample_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_data")
+}
+
+/// The shared fixture of the tests that start from cleaned data: the whole sample cleaned
+/// into `clean` for [`SAMPLE_DATE`] (its dirty rows on purpose: a reject budget of one half).
+pub fn clean_sample(clean: &Path) {
+    let out = run(bin()
+        .args(["-q", "clean", "--input"])
+        .arg(sample_dir())
+        .arg("--output")
+        .arg(clean)
+        .args(["--date", SAMPLE_DATE, "--max-reject-ratio", "0.5"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+}
 
 /// The built `weibo-etl` binary.
 pub fn bin() -> Command {

@@ -24,13 +24,7 @@ fn rows(dir: &Path) -> Vec<Value> {
 fn sample_cascades_are_hand_checked_and_golden() {
     let dir = tempfile::tempdir().unwrap();
     let (clean, graph) = (dir.path().join("clean"), dir.path().join("graph"));
-    let out = run(bin()
-        .args(["-q", "clean", "--input"])
-        .arg(sample_dir())
-        .arg("--output")
-        .arg(&clean)
-        .args(["--date", DATE, "--max-reject-ratio", "0.5"]));
-    assert!(out.status.success(), "{}", stderr(&out));
+    crate::harness::clean_sample(&clean);
     let report = dir.path().join("report.json");
     let out = run(bin()
         .args(["-q", "--report"])

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::harness::{assert_golden, bin, run, stderr};
 
-pub const DATE: &str = "2026-11-29";
+pub const DATE: &str = crate::harness::SAMPLE_DATE;
 
 #[test]
 fn rows_held_in_memory_or_spilled_give_the_same_partitions() {
@@ -52,9 +52,7 @@ fn rows_held_in_memory_or_spilled_give_the_same_partitions() {
     assert!(trees[0] == trees[2], "held differs from spilled");
 }
 
-pub fn sample_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_data")
-}
+pub use crate::harness::sample_dir;
 
 /// Every file below `dir`, relative path → bytes.
 pub fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {

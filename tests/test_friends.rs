@@ -11,7 +11,7 @@ use arrow::array::{ArrayRef, Int64Array, RecordBatch, TimestampMillisecondArray}
 use arrow::datatypes::{Field, Schema};
 use parquet::file::properties::WriterPropertiesBuilder;
 use proptest::prelude::*;
-use weibo_etl::dataset::partition::{typed_properties, write_parquet};
+use weibo_etl::dataset::parquet_io::{typed_properties, write_parquet};
 use weibo_etl::graph::friends::{self, Friends, FriendsOptions, Slice};
 use weibo_etl::hdfs::{FileSystems, Location, LOCAL_NAMENODE};
 
@@ -389,7 +389,7 @@ fn equals_duckdb_self_join_on_a_larger_graph() {
     let graph = random_graph(42, 20_000, 200_000, 0.3, (1_000_000_000, 1));
     write_follows(&input, &graph);
 
-    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/duckdb_friends.py");
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/duckdb_friends.py");
     let duck_out = dir.path().join("duck.parquet");
     let out = Command::new("python3")
         .arg(&peer)

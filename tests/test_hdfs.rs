@@ -131,7 +131,7 @@ fn parquet_read_from_hdfs_in_stretches_equals_the_local_read() {
     use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch};
     use arrow::datatypes::{DataType, Field, Int64Type, Schema};
     use parquet::file::properties::WriterProperties;
-    use weibo_etl::dataset::partition::{read_parquet_columns, write_parquet, OpenedParquet};
+    use weibo_etl::dataset::parquet_io::{read_parquet_columns, write_parquet, OpenedParquet};
 
     let fs = fs();
     // ~9.6 MB of plain, uncompressed, incompressible ids in many pages and row groups: the

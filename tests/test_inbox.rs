@@ -1,5 +1,5 @@
 //! `inbox`: the feed entries of a generated history against DuckDB's window query over the
-//! same Parquet (benches/peers/duckdb_inbox.py), and (with the local cluster) `query feed`
+//! same Parquet (tests/reference/duckdb_inbox.py), and (with the local cluster) `query feed`
 //! for chosen users against DuckDB's naive feed, celebrities included, after a rerun and
 //! after a second night.
 
@@ -104,7 +104,7 @@ fn entries(graph: &Path, date: &str) -> Vec<(i64, i64, i64)> {
 }
 
 fn peer() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/duckdb_inbox.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/duckdb_inbox.py")
 }
 
 /// DuckDB's entries, and its feeds of `uids` when given.

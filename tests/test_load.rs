@@ -71,13 +71,7 @@ fn sample_round_trip_counts_queries_happybase_and_rerun() {
     cluster::ensure();
     let dir = tempfile::tempdir().unwrap();
     let clean = dir.path().join("clean");
-    let out = run(bin()
-        .args(["-q", "clean", "--input"])
-        .arg(sample_dir())
-        .arg("--output")
-        .arg(&clean)
-        .args(["--date", DATE, "--max-reject-ratio", "0.5"]));
-    assert!(out.status.success(), "{}", stderr(&out));
+    crate::harness::clean_sample(&clean);
     let ns = cluster::namespace("load");
     let out = load(&clean, &ns, &[]);
     assert!(out.status.success(), "{}", stderr(&out));

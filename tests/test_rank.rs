@@ -78,9 +78,9 @@ fn boards(graph: &Path, date: &str) -> Vec<Row> {
         .collect()
 }
 
-/// DuckDB's boards over the same Parquet (benches/peers/duckdb_rank.py).
+/// DuckDB's boards over the same Parquet (tests/reference/duckdb_rank.py).
 fn duckdb_boards(clean: &Path, graph: &Path, date: &str, top: usize, scratch: &Path) -> Vec<Row> {
-    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers/duckdb_rank.py");
+    let peer = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/duckdb_rank.py");
     let csv = scratch.join(format!("duck-{date}.csv"));
     let out = Command::new("python3")
         .arg(&peer)

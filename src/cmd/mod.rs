@@ -244,7 +244,7 @@ pub fn route_taken(w: &WriteReport) -> String {
 pub struct ParquetArgs {
     /// Parquet data page version of the output: 2 (faster to write; read by DuckDB,
     /// Arrow/pyarrow, Spark 3, Trino and this toolkit) or 1 (for older readers)
-    #[arg(long, value_name = "1|2", default_value_t = weibo_etl::dataset::partition::DATA_PAGE_VERSION,
+    #[arg(long, value_name = "1|2", default_value_t = weibo_etl::dataset::parquet_io::DATA_PAGE_VERSION,
           value_parser = clap::value_parser!(u8).range(1..=2))]
     pub data_page_version: u8,
 }

@@ -26,11 +26,11 @@ Examples:
 #[command(after_help = EXAMPLES)]
 pub struct Args {
     #[command(subcommand)]
-    what: What,
+    what: Read,
 }
 
 #[derive(clap::Subcommand, Debug)]
-enum What {
+enum Read {
     /// A user's profile and counters
     User { uid: i64 },
     /// Whom a user follows
@@ -83,15 +83,15 @@ enum What {
 
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let query = match args.what {
-        What::User { uid } => Query::User { uid },
-        What::Followees { uid, limit } => Query::Followees { uid, limit },
-        What::Fans { uid, limit } => Query::Fans { uid, limit },
-        What::Timeline { uid, limit } => Query::Timeline { uid, limit },
-        What::Post { mid } => Query::Post { mid },
-        What::Friends { uid, limit } => Query::Friends { uid, limit },
-        What::Feed { uid, limit } => Query::Feed { uid, limit },
-        What::Name { screen_name } => Query::Name { screen_name },
-        What::Rank {
+        Read::User { uid } => Query::User { uid },
+        Read::Followees { uid, limit } => Query::Followees { uid, limit },
+        Read::Fans { uid, limit } => Query::Fans { uid, limit },
+        Read::Timeline { uid, limit } => Query::Timeline { uid, limit },
+        Read::Post { mid } => Query::Post { mid },
+        Read::Friends { uid, limit } => Query::Friends { uid, limit },
+        Read::Feed { uid, limit } => Query::Feed { uid, limit },
+        Read::Name { screen_name } => Query::Name { screen_name },
+        Read::Rank {
             metric,
             date,
             limit,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use weibo_etl::dev::cluster;
 use weibo_etl::report::Report;
 use weibo_etl::stage::Stage;
-use weibo_etl::yarn::jobs::Plan;
+use weibo_etl::yarn::jobs::{self, Plan};
 use weibo_etl::yarn::submit::{self, SubmitOptions, Submitted, Submitter};
 use weibo_etl::yarn::{task, TaskSpec};
 
@@ -140,7 +140,7 @@ fn run_submit(ctx: &Context, args: SubmitArgs) -> Result<()> {
         job_line: args.job.clone(),
         local: &local,
     };
-    let outcome = match submit::run(&ctx.fs, &options, spec, plan) {
+    let outcome = match jobs::submit(&ctx.fs, &options, spec, plan) {
         Ok(done) => done,
         Err(e) => {
             let e = anyhow::Error::from(e);

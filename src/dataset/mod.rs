@@ -23,6 +23,7 @@ mod entity;
 pub mod follows;
 pub mod friends;
 pub mod inbox;
+pub mod parquet_io;
 pub mod partition;
 pub mod rank;
 mod reject;

@@ -13,8 +13,8 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
-use super::partition;
 use super::Entity;
+use crate::dataset::parquet_io;
 
 fn ts() -> DataType {
     DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
@@ -93,13 +93,13 @@ pub fn schema(entity: Entity) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// How an entity's Parquet files are laid out: by column type ([`partition::typed_properties`]),
+/// How an entity's Parquet files are laid out: by column type ([`parquet_io::typed_properties`]),
 /// except that text distinct on nearly every row (names, bids, free text) skips the
 /// dictionary, which would only hash it and overflow; free text also has no min/max
 /// statistics (no reader prunes on a description, and comparing kilobyte strings slows the
 /// write pass); and zstd's fastest level, which on this data gives files of the same size as
 /// level 3 in a shorter write pass (docs/design/clean.md). Data pages of
-/// `data_page_version` ([`partition::with_data_page_version`]).
+/// `data_page_version` ([`parquet_io::with_data_page_version`]).
 pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProperties {
     let (distinct_text, free_text): (&[&str], &[&str]) = match entity {
         Entity::Users => (&["screen_name", "description"], &["description"]),
@@ -107,8 +107,8 @@ pub fn parquet_properties(entity: Entity, data_page_version: u8) -> WriterProper
         Entity::Follows => (&[], &[]),
         Entity::Comments | Entity::Reposts => (&["text"], &["text"]),
     };
-    let mut props = partition::with_data_page_version(
-        partition::typed_properties(&schema(entity)).set_compression(Compression::ZSTD(
+    let mut props = parquet_io::with_data_page_version(
+        parquet_io::typed_properties(&schema(entity)).set_compression(Compression::ZSTD(
             ZstdLevel::try_new(1).expect("valid level"),
         )),
         data_page_version,

@@ -26,7 +26,7 @@ use arrow::array::{Array, AsArray};
 use rustc_hash::FxHashMap;
 
 use crate::dataset::columns::{ids, opt, opt_ids, times};
-use crate::dataset::partition;
+use crate::dataset::parquet_io;
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems};
 
@@ -83,7 +83,7 @@ pub struct Inputs<'a> {
 /// read, so the peak is the users plus the larger of the follow ends and the posts with their
 /// reposts and comments (each kept once however many nights crawled it).
 pub fn partitions_for(fs: &FileSystems, inputs: &Inputs<'_>, budget: u64) -> Result<u32> {
-    let rows = |files: &[FileEntry]| partition::parquet_rows(fs, files);
+    let rows = |files: &[FileEntry]| parquet_io::parquet_rows(fs, files);
     let bytes = peak_bytes(
         rows(inputs.users)?,
         rows(inputs.follows)?,
@@ -152,7 +152,7 @@ pub fn compute(
     let mut users: FxHashMap<i64, UserCounts> = FxHashMap::default();
     let mut names: FxHashMap<String, i64> = FxHashMap::default();
     for f in inputs.users {
-        partition::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
+        parquet_io::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
             let uid = ids(f, b, "uid")?;
             let name = crate::dataset::columns::opt_texts(b, "screen_name");
             for i in 0..b.num_rows() {
@@ -172,7 +172,7 @@ pub fn compute(
     // Follow edges by their two ends: a pair crawled on several nights counts once.
     let (mut out_ends, mut in_ends) = (Vec::new(), Vec::new());
     for f in inputs.follows {
-        partition::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
+        parquet_io::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
             let (a, e) = (ids(f, b, "follower")?, ids(f, b, "followee")?);
             for (&a, &e) in a.values().iter().zip(e.values()) {
                 if mine(a) {
@@ -192,7 +192,7 @@ pub fn compute(
     // owned here is dropped when a newer one is owned elsewhere.
     let mut posts: FxHashMap<i64, PostCounts> = FxHashMap::default();
     for f in inputs.posts {
-        partition::read_parquet_columns(fs, f, &["mid", "uid", "created_at"], &mut |b| {
+        parquet_io::read_parquet_columns(fs, f, &["mid", "uid", "created_at"], &mut |b| {
             let mid = ids(f, b, "mid")?;
             let uid = opt_ids(b, "uid");
             let created = times(f, b, "created_at")?;
@@ -216,7 +216,7 @@ pub fn compute(
     // with the target its newest record names.
     let mut reposts: FxHashMap<i64, i64> = FxHashMap::default();
     for f in inputs.posts {
-        partition::read_parquet_columns(fs, f, &["mid", "retweet_mid"], &mut |b| {
+        parquet_io::read_parquet_columns(fs, f, &["mid", "retweet_mid"], &mut |b| {
             let mid = ids(f, b, "mid")?;
             let rt = opt_ids(b, "retweet_mid");
             for i in 0..b.num_rows() {
@@ -235,7 +235,7 @@ pub fn compute(
     }
     let mut comments: FxHashMap<i64, i64> = FxHashMap::default();
     for f in inputs.comments {
-        partition::read_parquet_columns(fs, f, &["cid", "mid"], &mut |b| {
+        parquet_io::read_parquet_columns(fs, f, &["cid", "mid"], &mut |b| {
             let (cid, mid) = (ids(f, b, "cid")?, ids(f, b, "mid")?);
             for (&c, &m) in cid.values().iter().zip(mid.values()) {
                 if posts.contains_key(&m) {
@@ -257,7 +257,7 @@ pub fn compute(
     let mut unresolved_mentions = 0;
     let columns = ["mid", "uid", "created_at", "at_users"];
     for f in inputs.mention_posts {
-        partition::read_parquet_columns(fs, f, &columns, &mut |b| {
+        parquet_io::read_parquet_columns(fs, f, &columns, &mut |b| {
             let Some(at_users) = b
                 .column_by_name("at_users")
                 .and_then(|c| c.as_list_opt::<i32>())
@@ -369,8 +369,8 @@ mod tests {
         )
         .unwrap();
         let at = fs.parse(dir.join(name).to_str().unwrap()).unwrap();
-        let props = partition::writer_properties(false).build();
-        partition::write_parquet(fs, &at, batch.schema(), props, Some(&batch)).unwrap();
+        let props = parquet_io::writer_properties(false).build();
+        parquet_io::write_parquet(fs, &at, batch.schema(), props, Some(&batch)).unwrap();
         fs.status(&at).unwrap().unwrap()
     }
 

@@ -5,7 +5,7 @@
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::TimestampMillisecondType;
 
-use crate::dataset::{columns, partition};
+use crate::dataset::{columns, parquet_io};
 use crate::error::Result;
 use crate::hbase::layout::{be, cell, keys};
 use crate::hbase::Put;
@@ -154,23 +154,23 @@ pub(super) fn read_rows(
     f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
     if columns.is_empty() {
-        partition::read_parquet(fs, file, f)
+        parquet_io::read_parquet(fs, file, f)
     } else {
-        partition::read_parquet_columns(fs, file, columns, f)
+        parquet_io::read_parquet_columns(fs, file, columns, f)
     }
 }
 
 /// Counters of one partition, looked up by key while its rows stream past; what no row
 /// claims (a followee who is not in `users`, say) is written count-only afterwards.
-pub(super) struct Claims<K, V> {
+pub(super) struct ChangedCounters<K, V> {
     entries: Vec<(K, V)>,
     claimed: Vec<bool>,
 }
 
-impl<K: Ord + Copy, V> Claims<K, V> {
+impl<K: Ord + Copy, V> ChangedCounters<K, V> {
     pub(super) fn new(entries: Vec<(K, V)>) -> Self {
         let claimed = vec![false; entries.len()];
-        Claims { entries, claimed }
+        ChangedCounters { entries, claimed }
     }
 
     /// The entry of `key`, if there is one and `fits` it; it is then no longer unclaimed.

@@ -27,6 +27,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
 use super::counters::{self, PartitionCounters, PostCounts, UserCounts};
+use crate::dataset::parquet_io;
 use crate::dataset::partition::{self, Staged};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
@@ -224,7 +225,7 @@ fn read_counts<V>(
 ) -> Result<Map<V>> {
     let mut out = Map::default();
     for f in files {
-        partition::read_parquet(fs, f, &mut |b| {
+        parquet_io::read_parquet(fs, f, &mut |b| {
             let columns: Vec<&Int64Array> = schema
                 .fields()
                 .iter()
@@ -319,9 +320,9 @@ impl Next {
         )
         .map_err(|e| bad(&self.staged.tmp, e.to_string()))?;
         for (entity, batch) in [("users", users), ("posts", posts)] {
-            let props = partition::typed_properties(&batch.schema()).build();
+            let props = parquet_io::typed_properties(&batch.schema()).build();
             let at = self.staged.tmp.join(&part_name(entity, p, n));
-            partition::write_parquet(fs, &at, batch.schema(), props, Some(&batch))?;
+            parquet_io::write_parquet(fs, &at, batch.schema(), props, Some(&batch))?;
         }
         Ok(())
     }

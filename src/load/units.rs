@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::hbase::write::writers::{Router, Unit};
 
 /// One unit to run.
-pub(super) struct Todo<'u, 'a> {
+pub(super) struct PendingUnit<'u, 'a> {
     /// Its place among all the run's units (skipped ones included).
     pub(super) index: usize,
     pub(super) name: &'u str,
@@ -39,7 +39,10 @@ pub(super) fn is_counter_unit(name: &str) -> bool {
 /// runs the counter units, one after another, and helps with the rest when they are done;
 /// the others run the file units. The first error stops every thread at its next unit and is
 /// returned. Returns the names of the units run.
-pub(super) fn run_side_by_side(router: &mut Router, todo: &[Todo<'_, '_>]) -> Result<Vec<String>> {
+pub(super) fn run_side_by_side(
+    router: &mut Router,
+    todo: &[PendingUnit<'_, '_>],
+) -> Result<Vec<String>> {
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 8);
@@ -149,11 +152,11 @@ mod tests {
             })
             .collect();
         // Unit 2 was done by an earlier run: it is skipped, and its number stays unused.
-        let todo: Vec<Todo<'_, '_>> = units
+        let todo: Vec<PendingUnit<'_, '_>> = units
             .iter()
             .enumerate()
             .filter(|(i, _)| *i != 2)
-            .map(|(index, (name, unit))| Todo {
+            .map(|(index, (name, unit))| PendingUnit {
                 index,
                 name,
                 unit,

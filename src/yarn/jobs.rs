@@ -16,10 +16,11 @@
 
 use serde_json::Value;
 
-use super::submit::{Outcome, Submission};
+use super::submit::{Outcome, Submission, SubmitOptions};
 use super::{arg_values, commit, without_arg, Phase, TaskSpec};
 use crate::clean::job::{self as clean_job, CleanReport};
 use crate::clean::shuffle::{self, SliceCounts};
+use crate::dataset::parquet_io;
 use crate::dataset::partition;
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result, ResultExt};
@@ -53,8 +54,22 @@ pub struct RankMerge {
     pub data_page_version: u8,
 }
 
+/// Submits the job `spec` describes (its phases as `plan` says), waits for it, and commits
+/// its output; the submission's staging is removed whatever happens.
+pub fn submit(
+    fs: &FileSystems,
+    options: &SubmitOptions<'_>,
+    spec: TaskSpec,
+    plan: Plan,
+) -> Result<Outcome> {
+    let (submission, output) = Submission::start(fs, options, &spec)?;
+    let outcome = run(&submission, spec, plan, &output);
+    submission.clean_up();
+    outcome
+}
+
 /// Runs `spec`'s job as `plan` says, committing into `output`.
-pub fn run(s: &Submission<'_>, spec: TaskSpec, plan: Plan, output: &Location) -> Result<Outcome> {
+fn run(s: &Submission<'_>, spec: TaskSpec, plan: Plan, output: &Location) -> Result<Outcome> {
     match (spec.job, plan) {
         (Stage::Clean, Plan::Clean) => run_clean(s, spec, output),
         (Stage::Load, Plan::Load(options)) => run_load(s, spec, &options),
@@ -255,7 +270,7 @@ fn stage_clean_output(
             .into_iter()
             .filter(|e| e.location.to_string().ends_with(".parquet"))
             .collect();
-        let rows = partition::parquet_rows(fs, &parts)?;
+        let rows = parquet_io::parquet_rows(fs, &parts)?;
         if rows != counts.records_out {
             return Err(Error::Yarn(format!(
                 "{dir} holds {rows} rows where the reduces report {} kept",

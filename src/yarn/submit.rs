@@ -1,6 +1,6 @@
 //! Submitting a job to YARN: the binary shipped once per build, the job's phases run as
 //! map-only streaming jobs, each waited for, and its slices' reports read back. What the
-//! phases are and how their slices merge is each job's ([`super::jobs`]).
+//! phases are and how their slices merge is each job's (`super::jobs`).
 //!
 //! Invariants: everything a submission stages lives under one hidden folder beside the
 //! output (`_yarn/<job>-<tag>/`), removed however the submission ends; a phase that YARN did
@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::jobs::{self, Plan};
 use super::streaming::{StreamingJob, BINARY_LINK};
 use super::{task_list, TaskSpec};
 use crate::dataset::partition;
@@ -90,53 +89,61 @@ pub struct Submission<'a> {
     binary: String,
 }
 
-/// Submits the job `spec` describes (its phases as `plan` says), waits for it, and commits
-/// its output; the submission's staging is removed whatever happens.
-pub fn run(
-    fs: &FileSystems,
-    options: &SubmitOptions<'_>,
-    spec: TaskSpec,
-    plan: Plan,
-) -> Result<Outcome> {
-    let output = fs.parse(&spec.home())?;
-    if !output.is_hdfs() {
-        let what = if spec.job == Stage::Load {
-            "--input"
-        } else {
-            "--output"
+impl<'a> Submission<'a> {
+    /// Starts a submission of `spec`'s job: checks that its home is on HDFS and reachable,
+    /// picks the submitter, and ships the binary. Everything it stages lives under one
+    /// hidden folder beside the output, removed by [`Submission::clean_up`].
+    pub fn start(
+        fs: &'a FileSystems,
+        options: &'a SubmitOptions<'a>,
+        spec: &TaskSpec,
+    ) -> Result<(Submission<'a>, Location)> {
+        let output = fs.parse(&spec.home())?;
+        if !output.is_hdfs() {
+            let what = if spec.job == Stage::Load {
+                "--input"
+            } else {
+                "--output"
+            };
+            return Err(Error::Usage(format!(
+                "{what} {output}: the tasks of a YARN job work on HDFS, not on a local folder"
+            )));
+        }
+        fs.check_reachable(&output)?;
+        let submitter = match options.submitter {
+            Submitter::Auto if on_path("mapred") => Submitter::Mapred,
+            Submitter::Auto => Submitter::Local,
+            chosen => chosen,
         };
-        return Err(Error::Usage(format!(
-            "{what} {output}: the tasks of a YARN job work on HDFS, not on a local folder"
-        )));
-    }
-    fs.check_reachable(&output)?;
-    let submitter = match options.submitter {
-        Submitter::Auto if on_path("mapred") => Submitter::Mapred,
-        Submitter::Auto => Submitter::Local,
-        chosen => chosen,
-    };
-    // Everything of this run lives under one hidden folder beside the output, removed at
-    // the end whatever happens.
-    let staging = output
-        .join("_yarn")
-        .join(&format!("{}-{}", spec.job, partition::run_tag()));
-    let outcome = (|| -> Result<Outcome> {
-        let submission = Submission {
+        let staging = output
+            .join("_yarn")
+            .join(&format!("{}-{}", spec.job, partition::run_tag()));
+        let mut submission = Submission {
             fs,
             options,
             submitter,
-            staging: staging.clone(),
-            binary: upload_binary(fs, &fs.parse(&options.apps)?)?.to_string(),
+            staging,
+            binary: String::new(),
         };
-        jobs::run(&submission, spec, plan, &output)
-    })();
-    let _ = fs.delete(&staging);
-    if let Some(runs) = staging.parent() {
-        if fs.list(&runs, false).is_ok_and(|l| l.is_empty()) {
-            let _ = fs.delete(&runs);
+        match upload_binary(fs, &fs.parse(&options.apps)?) {
+            Ok(binary) => submission.binary = binary.to_string(),
+            Err(e) => {
+                submission.clean_up();
+                return Err(e);
+            }
+        }
+        Ok((submission, output))
+    }
+
+    /// Removes what this submission staged, whatever happened.
+    pub fn clean_up(self) {
+        let _ = self.fs.delete(&self.staging);
+        if let Some(runs) = self.staging.parent() {
+            if self.fs.list(&runs, false).is_ok_and(|l| l.is_empty()) {
+                let _ = self.fs.delete(&runs);
+            }
         }
     }
-    outcome
 }
 
 impl Submission<'_> {

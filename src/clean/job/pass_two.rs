@@ -16,7 +16,7 @@ use super::arrow_err;
 use super::pass_one::partition_of;
 use crate::clean::columns::SEQ_COLUMN;
 use crate::clean::Entity;
-use crate::dataset::partition;
+use crate::dataset::parquet_io;
 use crate::dataset::{follows, schema};
 use crate::error::Result;
 use crate::hdfs::{FileSystems, Location};
@@ -108,7 +108,7 @@ pub(in crate::clean) fn write_entity(
                     .build();
             }
             let mut writer =
-                partition::ParquetWriter::create_staged(fs, &part, schema::schema(entity), props)?;
+                parquet_io::ParquetWriter::create_staged(fs, &part, schema::schema(entity), props)?;
             let (mut dangling, mut without_author) = (0, 0);
             let mut keys = Vec::new();
             let step = gather_rows(winners.len());

@@ -36,7 +36,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::cascades::{cascades_schema, paths_schema, CASCADES_TABLE, PATHS_TABLE};
 use crate::dataset::columns;
-use crate::dataset::partition::{self, OpenedParquet, Staged};
+use crate::dataset::parquet_io;
+use crate::dataset::parquet_io::OpenedParquet;
+use crate::dataset::partition::{self, Staged};
 use crate::dataset::slice::Slice;
 use crate::error::Result;
 use crate::graph::round::{lock, slot, Newest};
@@ -433,7 +435,7 @@ fn screen_names(
         .par_iter()
         .map(|f| {
             let mut found = Vec::new();
-            partition::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
+            parquet_io::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
                 let uid = columns::ids(f, b, "uid")?;
                 let Some(names) = columns::opt_texts(b, "screen_name") else {
                     return Ok(());

@@ -3,9 +3,9 @@
 //! ([`layout::friendship_puts`], [`layout::friend_count_put`]).
 //!
 //! Only what changed is written: a namespace remembers, in `<output>/_load/<namespace>.json`
-//! (the [`Marker`]), the night of the friends it holds and the sizes of that night's files,
+//! (the [`LoadRecord`]), the night of the friends it holds and the sizes of that night's files,
 //! and the next night writes only the pairs and counts that differ from that night's output
-//! (the [`Base`]). A base whose files changed since is not trusted, and everything is written.
+//! (the [`LoadedFriends`]). A base whose files changed since is not trusted, and everything is written.
 //! Writing an older night's state is harmless whatever the base, as its cells carry that
 //! night's (older) timestamp; docs/nightly.md.
 
@@ -24,6 +24,7 @@ use crate::hbase::write::{self, PutSink, Route, WriteOptions, WriteReport};
 use crate::hdfs::{FileSystems, Location};
 
 use super::{BatchWriter, FriendsOptions, FriendsSink, FriendsStats, FriendsWriter, Slice, Tee};
+use crate::dataset::parquet_io;
 
 /// What a friends run with `--load` wrote into HBase, and against which base.
 #[derive(Clone, Debug, Serialize)]
@@ -42,7 +43,7 @@ pub struct LoadBase {
 
 /// Computes the friendships of `inputs` into `writer` and, at the same time, into HBase
 /// through the one way in; returns the stats, what was written, and the marker to record
-/// once `writer` is committed ([`Marker::write`]).
+/// once `writer` is committed ([`LoadRecord::write`]).
 pub fn run(
     fs: &FileSystems,
     inputs: &[String],
@@ -50,7 +51,7 @@ pub fn run(
     output: &Location,
     writer: &FriendsWriter,
     hbase: &WriteOptions,
-) -> Result<(FriendsStats, Loaded, Option<Marker>)> {
+) -> Result<(FriendsStats, Loaded, Option<LoadRecord>)> {
     let hbase = &WriteOptions {
         tables: vec![Table::Friend, Table::User, Table::Follow, Table::Fans],
         ..hbase.clone()
@@ -70,7 +71,7 @@ pub fn run(
     // unless its tables are new.
     let created = write::ensure_tables(hbase)?;
     let base = match whole && created.is_empty() {
-        true => Base::read(fs, output, &marker)?,
+        true => LoadedFriends::read(fs, output, &marker)?,
         false => None,
     };
     let mut stats = None;
@@ -81,7 +82,7 @@ pub fn run(
         let parquet = files
             .iter()
             .filter(|f| f.location.to_string().ends_with(".parquet"));
-        partition::parquet_rows(fs, parquet)
+        parquet_io::parquet_rows(fs, parquet)
     };
     let route = Route {
         fs,
@@ -120,7 +121,7 @@ pub fn run(
     };
     // Written once the output is committed too: the next night diffs against the later of
     // the two nights.
-    let marker = whole.then(|| Marker {
+    let marker = whole.then(|| LoadRecord {
         at: marker,
         output: output.clone(),
         date: base.map_or(date.clone(), |b| b.date.max(date)),
@@ -129,13 +130,13 @@ pub fn run(
 }
 
 /// Which night's friends a namespace holds, to record once they are committed.
-pub struct Marker {
+pub struct LoadRecord {
     at: Location,
     output: Location,
     date: String,
 }
 
-impl Marker {
+impl LoadRecord {
     /// Records the night and the sizes of its output's files: a base whose files changed
     /// since (rewritten by a run without --load) is not trusted.
     pub fn write(self, fs: &FileSystems) -> Result<()> {
@@ -165,15 +166,19 @@ fn output_parts(fs: &FileSystems, output: &Location, date: &str) -> Result<BTree
 
 /// The friends a namespace already holds (the committed output of the night its marker
 /// names): only the pairs and counts that differ from them are written.
-struct Base {
+struct LoadedFriends {
     date: String,
     /// (uid_a, uid_b) → since (ms, or i64::MIN when unknown)
     pairs: FxHashMap<(i64, i64), i64>,
     counts: FxHashMap<i64, i64>,
 }
 
-impl Base {
-    fn read(fs: &FileSystems, output: &Location, marker: &Location) -> Result<Option<Base>> {
+impl LoadedFriends {
+    fn read(
+        fs: &FileSystems,
+        output: &Location,
+        marker: &Location,
+    ) -> Result<Option<LoadedFriends>> {
         if !fs.exists(marker)? {
             return Ok(None);
         }
@@ -205,7 +210,7 @@ impl Base {
         let mut pairs = FxHashMap::default();
         for f in &pair_parts {
             let path = f.location.to_string();
-            partition::read_parquet(fs, f, &mut |b| {
+            parquet_io::read_parquet(fs, f, &mut |b| {
                 dataset::friends::check(b, &dataset::friends::friends_schema(), &path)?;
                 let (a, bb, since) = dataset::friends::pair_columns(b);
                 for i in 0..b.num_rows() {
@@ -222,14 +227,14 @@ impl Base {
         let mut counts = FxHashMap::default();
         for f in &count_parts {
             let path = f.location.to_string();
-            partition::read_parquet(fs, f, &mut |b| {
+            parquet_io::read_parquet(fs, f, &mut |b| {
                 dataset::friends::check(b, &dataset::friends::counts_schema(), &path)?;
                 let (uid, n) = dataset::friends::count_columns(b);
                 counts.extend(uid.values().iter().copied().zip(n.values().iter().copied()));
                 Ok(())
             })?;
         }
-        Ok(Some(Base {
+        Ok(Some(LoadedFriends {
             date,
             pairs,
             counts,
@@ -242,7 +247,7 @@ impl Base {
 struct HBaseSink<'a, 'b> {
     put: Mutex<&'a mut PutSink<'b>>,
     whole: bool,
-    base: Option<&'a Base>,
+    base: Option<&'a LoadedFriends>,
     unchanged_pairs: AtomicU64,
     unchanged_counts: AtomicU64,
 }

@@ -10,7 +10,7 @@ use arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
 use rayon::prelude::*;
 
 use crate::dataset::follows;
-use crate::dataset::partition::OpenedParquet;
+use crate::dataset::parquet_io::OpenedParquet;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 

@@ -14,7 +14,9 @@ use parquet::file::properties::WriterProperties;
 use super::sink::{BatchWriter, FriendsSink};
 use super::Slice;
 use crate::dataset::friends::{counts_schema, friends_schema, COUNTS_TABLE, PAIRS_TABLE};
-use crate::dataset::partition::{self, ParquetWriter, Staged};
+use crate::dataset::parquet_io;
+use crate::dataset::parquet_io::ParquetWriter;
+use crate::dataset::partition::{self, Staged};
 use crate::error::Result;
 use crate::hdfs::{FileSystems, Location};
 
@@ -52,8 +54,8 @@ impl FriendsWriter {
         // delta-encoded. Min/max statistics are kept for the leading ids only (what a reader
         // prunes on): arrow-rs computes them value by value, worth it only there.
         let props = |delta: &[&str], no_stats: &[&str]| {
-            let mut props = partition::with_data_page_version(
-                partition::writer_properties(false),
+            let mut props = parquet_io::with_data_page_version(
+                parquet_io::writer_properties(false),
                 data_page_version,
             );
             for column in delta {

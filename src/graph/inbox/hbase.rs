@@ -14,6 +14,7 @@ use crate::hbase::{Connection, Put};
 use crate::hdfs::{FileSystems, Location};
 
 use super::{InboxOptions, InboxStats};
+use crate::dataset::parquet_io;
 
 /// Builds the inbox of `options` (as [`super::run`] does) and writes its cells into the
 /// `inbox` table of `hbase.namespace`, created with K versions when missing.
@@ -32,7 +33,7 @@ pub fn run(
     // --via auto weighs the follow rows: each becomes up to K cells.
     let follow_rows = || -> Result<u64> {
         let follows = partition::history(fs, clean, "follows", &options.date)?;
-        partition::parquet_rows(fs, &follows)
+        parquet_io::parquet_rows(fs, &follows)
     };
     let route = Route {
         fs,

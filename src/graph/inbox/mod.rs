@@ -47,6 +47,7 @@ use crate::error::{Error, Result};
 use crate::graph::round::{lock, slot, Newest};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
+use crate::dataset::parquet_io;
 use feed::next_version;
 pub use feed::{merge, newest_first, versions, Entry};
 
@@ -218,8 +219,8 @@ pub fn run(
             reason: format!("no committed follows up to dt={}", options.date),
         });
     }
-    let follow_rows = partition::parquet_rows(fs, inputs.follows.iter().flatten())?;
-    let post_rows = partition::parquet_rows(fs, inputs.posts.iter().flatten())?;
+    let follow_rows = parquet_io::parquet_rows(fs, inputs.follows.iter().flatten())?;
+    let post_rows = parquet_io::parquet_rows(fs, inputs.posts.iter().flatten())?;
     let threads = rayon::current_num_threads().max(1);
     let slice = options.slice;
     let (n, mine) = slice.cut(threads, |t| {
@@ -330,7 +331,7 @@ fn read_posts(
         let holding = posts.holding();
         night.par_iter().try_for_each(|f| {
             let cols = ["mid", "uid", "created_at", "is_deleted"];
-            partition::read_parquet_columns(fs, f, &cols, &mut |b| {
+            parquet_io::read_parquet_columns(fs, f, &cols, &mut |b| {
                 post_rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                 let mid = columns::ids(f, b, "mid")?;
                 let uid = columns::opt_ids(b, "uid");
@@ -496,7 +497,7 @@ fn read_follows(
     let follow_rows = AtomicU64::new(0);
     for night in &inputs.follows {
         night.par_iter().try_for_each(|f| {
-            partition::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
+            parquet_io::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
                 follow_rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
                 let follower = columns::ids(f, b, "follower")?;
                 let followee = columns::ids(f, b, "followee")?;

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use super::{day_of_ms, Inputs, Metric, Ranked, Values};
 use crate::dataset::columns;
 use crate::dataset::friends::{check, count_columns, counts_schema};
-use crate::dataset::partition;
+use crate::dataset::parquet_io;
 use crate::error::Result;
 use crate::hdfs::FileSystems;
 
@@ -83,7 +83,7 @@ pub(super) fn partition(
     for night in &inputs.follows {
         for f in &night.files {
             let cols = ["follower", "followee", "followed_at"];
-            partition::read_parquet_columns(fs, f, &cols, &mut |b| {
+            parquet_io::read_parquet_columns(fs, f, &cols, &mut |b| {
                 read.follow_rows += b.num_rows() as u64;
                 let follower = columns::ids(f, b, "follower")?;
                 let followee = columns::ids(f, b, "followee")?;
@@ -122,7 +122,7 @@ pub(super) fn partition(
     let mut owned: FxHashMap<i64, (i64, bool)> = FxHashMap::default();
     for night in &inputs.posts {
         for f in &night.files {
-            partition::read_parquet_columns(fs, f, &["mid", "uid", "created_at"], &mut |b| {
+            parquet_io::read_parquet_columns(fs, f, &["mid", "uid", "created_at"], &mut |b| {
                 read.post_rows += b.num_rows() as u64;
                 let mid = columns::ids(f, b, "mid")?;
                 let uid = columns::opt_ids(b, "uid");
@@ -156,7 +156,7 @@ pub(super) fn partition(
     for night in &inputs.posts {
         for f in &night.files {
             let cols = ["mid", "retweet_mid", "created_at"];
-            partition::read_parquet_columns(fs, f, &cols, &mut |b| {
+            parquet_io::read_parquet_columns(fs, f, &cols, &mut |b| {
                 let mid = columns::ids(f, b, "mid")?;
                 let rt = columns::opt_ids(b, "retweet_mid");
                 let created = columns::times(f, b, "created_at")?;
@@ -179,7 +179,7 @@ pub(super) fn partition(
     let mut comments: FxHashMap<i64, i64> = FxHashMap::default();
     for night in &inputs.comments {
         for f in &night.files {
-            partition::read_parquet_columns(fs, f, &["cid", "mid", "created_at"], &mut |b| {
+            parquet_io::read_parquet_columns(fs, f, &["cid", "mid", "created_at"], &mut |b| {
                 read.comment_rows += b.num_rows() as u64;
                 let cid = columns::ids(f, b, "cid")?;
                 let mid = columns::ids(f, b, "mid")?;
@@ -209,7 +209,7 @@ pub(super) fn partition(
 
     let schema = counts_schema();
     for f in &inputs.friend_counts {
-        partition::read_parquet_columns(fs, f, &["uid", "friends"], &mut |b| {
+        parquet_io::read_parquet_columns(fs, f, &["uid", "friends"], &mut |b| {
             read.friend_count_rows += b.num_rows() as u64;
             check(b, &schema, &f.location.to_string())?;
             let (uid, friends) = count_columns(b);

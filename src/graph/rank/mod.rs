@@ -32,6 +32,7 @@ use std::fmt;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::parquet_io;
 use crate::dataset::partition;
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
@@ -190,7 +191,7 @@ impl Inputs {
 
     fn rows(&self, fs: &FileSystems) -> Result<[u64; 3]> {
         let rows =
-            |nights: &[Night]| partition::parquet_rows(fs, nights.iter().flat_map(|n| &n.files));
+            |nights: &[Night]| parquet_io::parquet_rows(fs, nights.iter().flat_map(|n| &n.files));
         Ok([
             rows(&self.follows)?,
             rows(&self.posts)?,

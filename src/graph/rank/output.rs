@@ -8,7 +8,9 @@ use arrow::array::{Array, AsArray, Int32Array, Int64Array, RecordBatch, StringAr
 use arrow::datatypes::{Int32Type, Int64Type};
 
 use super::{Metric, Ranked};
-use crate::dataset::partition::{self, ParquetWriter, Staged};
+use crate::dataset::parquet_io;
+use crate::dataset::parquet_io::ParquetWriter;
+use crate::dataset::partition::{self, Staged};
 use crate::dataset::rank::{schema, TABLE};
 use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
@@ -46,8 +48,8 @@ pub fn write(
             )),
         ];
         let batch = RecordBatch::try_new(schema(), columns).expect("columns of the schema");
-        let props = partition::with_data_page_version(
-            partition::writer_properties(true),
+        let props = parquet_io::with_data_page_version(
+            parquet_io::writer_properties(true),
             data_page_version,
         )
         .build();
@@ -78,7 +80,7 @@ pub fn read_boards(fs: &FileSystems, dir: &Location) -> Result<Vec<(Metric, Vec<
     for file in &parts {
         let mut row = 0u64;
         let columns = ["metric", "rank", "id", "value"];
-        partition::read_parquet_columns(fs, file, &columns, &mut |b| {
+        parquet_io::read_parquet_columns(fs, file, &columns, &mut |b| {
             let bad = |row: u64, reason: String| Error::BadInput {
                 path: file.location.to_string(),
                 line: row,

@@ -1,0 +1,421 @@
+//! The `load` job itself: the night's units of work (one per Parquet part, [`parts`]; one per
+//! counter partition, [`counting`]), run in order through the writers with a checkpoint
+//! manifest, then the counter snapshot committed (the invariants are the module's,
+//! [`super`]).
+
+mod counting;
+mod parts;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use super::{slices, state, units, LoadOptions, LoadReport};
+use crate::dataset::parquet_io;
+use crate::dataset::partition;
+use crate::error::{Error, Result};
+use crate::hbase::layout::Table;
+use crate::hbase::write::route::{bulk_target, choose};
+use crate::hbase::write::writers::{bulk_share, queue_share, with_writers, BulkTarget, Unit};
+use crate::hbase::write::{cell_timestamp, ensure_tables, Via, WriteOptions, WriteReport};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+use counting::Counting;
+
+/// What every unit of a night shares.
+struct Night<'a> {
+    fs: &'a FileSystems,
+    tables: &'a [Table],
+    /// The night's committed part files, by entity.
+    files: &'a BTreeMap<&'static str, Vec<FileEntry>>,
+    /// When the counters fit in one partition (and share the rows' timestamp), `user` and
+    /// `post` rows are written with their counters in one put; else profiles go with their
+    /// parts and counters apart (the same cells either way), so no partition re-reads the
+    /// wide columns.
+    merged: bool,
+}
+
+impl Night<'_> {
+    fn wants(&self, t: Table) -> bool {
+        self.tables.contains(&t)
+    }
+}
+
+/// The units already done, as the checkpoint manifest records them.
+struct Manifest {
+    at: Location,
+    done: BTreeSet<String>,
+}
+
+impl Manifest {
+    /// The manifest of this night and namespace (or `--checkpoint`): read when resuming,
+    /// deleted otherwise.
+    fn open(fs: &FileSystems, root: &Location, options: &LoadOptions) -> Result<Manifest> {
+        let w = &options.write;
+        let at = match &options.checkpoint {
+            Some(c) => fs.parse(c)?,
+            None => root
+                .join("_load")
+                .join(&format!("dt={}", w.date))
+                .join(&slices::manifest_name(&w.namespace, w.slice)),
+        };
+        let done = if options.resume && fs.exists(&at)? {
+            serde_json::from_slice(&fs.read_to_vec(&at)?).unwrap_or_default()
+        } else {
+            BTreeSet::new()
+        };
+        if !options.resume {
+            fs.delete(&at)?;
+        }
+        Ok(Manifest { at, done })
+    }
+
+    fn save(&self, fs: &FileSystems) -> Result<()> {
+        let text = serde_json::to_vec_pretty(&self.done).unwrap_or_default();
+        fs.write_atomic(&self.at, &text)
+    }
+}
+
+/// Runs the load.
+pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
+    let started = Instant::now();
+    let ts = cell_timestamp(&options.write.date)?;
+    let root = fs.parse(&options.input)?;
+    let files = night_files(fs, &root, &options.write.date)?;
+    let auto = match options.write.via {
+        Via::Auto => {
+            let rows = parquet_io::parquet_rows(fs, files.values().flatten())?;
+            Some(choose(fs, &root, &options.write, rows)?)
+        }
+        _ => None,
+    };
+    let resolved;
+    let options = match &auto {
+        Some(choice) => {
+            log::info!("--via auto: {}", choice.because);
+            resolved = LoadOptions {
+                write: WriteOptions {
+                    via: choice.chose,
+                    ..options.write.clone()
+                },
+                ..options.clone()
+            };
+            &resolved
+        }
+        None => options,
+    };
+    let w = &options.write;
+    // Tables first: namespace and any missing table, pre-split (by the submitter when the
+    // night is loaded in slices).
+    let created = match w.slice {
+        None => ensure_tables(w)?,
+        Some(s) => {
+            slices::check_tables(options, s)?;
+            Vec::new()
+        }
+    };
+    let bulk_target = match w.via {
+        Via::Hfile => Some(bulk_target(fs, &root, w, ts)?),
+        _ => None,
+    };
+    let mut manifest = Manifest::open(fs, &root, options)?;
+
+    let wants = |t: Table| w.tables.contains(&t);
+    let counted = wants(Table::User) || wants(Table::Post) || wants(Table::UserPost);
+    let state = state::State::new(&root, &w.namespace);
+    let (snapshot, as_of) = counter_base(fs, &state, options, &created, counted)?;
+    let history: BTreeMap<&str, Vec<FileEntry>> = ["users", "follows", "posts", "comments"]
+        .into_iter()
+        .map(|e| Ok((e, partition::history(fs, &root, e, &as_of)?)))
+        .collect::<Result<_>>()?;
+    let inputs = crate::load::counters::Inputs {
+        users: &history["users"],
+        follows: &history["follows"],
+        posts: &history["posts"],
+        comments: &history["comments"],
+        mention_posts: &files["posts"],
+    };
+    let partitions = match counted {
+        true => counter_partitions(fs, &inputs, w)?,
+        false => 1,
+    };
+    // The snapshot moves on only when this run writes every counter it holds.
+    let next = if counted && wants(Table::User) && wants(Table::Post) {
+        // The slices stage into one folder, which the submitter reset before they started.
+        Some(state.next(fs, &as_of, options.resume || w.slice.is_some())?)
+    } else {
+        None
+    };
+    let counter_ts = cell_timestamp(&as_of)?;
+    let mut report = LoadReport {
+        write: WriteReport {
+            cell_timestamp: ts,
+            ..WriteReport::default()
+        },
+        counters_as_of: as_of.clone(),
+        counters_base: snapshot.as_ref().map(|s| s.as_of.clone()),
+        history_nights: history_nights(&history),
+        ..LoadReport::default()
+    };
+    let night = Night {
+        fs,
+        tables: &w.tables,
+        merged: partitions == 1 && counter_ts == ts && w.slice.is_none(),
+        files: &files,
+    };
+    let mut counting = Counting {
+        inputs,
+        snapshot,
+        next,
+        as_of,
+        partitions,
+        counter_ts,
+        unresolved_mentions: AtomicU64::new(0),
+        users_changed: AtomicU64::new(0),
+        posts_changed: AtomicU64::new(0),
+    };
+    let snapshot_unit = {
+        let mut units = night_units(&night, &counting, counted);
+        let snapshot_unit = name_units(&mut units, &night, &counting, w.slice);
+        redo_lost_counter_units(fs, &mut manifest, &units, &counting, &snapshot_unit)?;
+        let (done, skipped) = execute(
+            fs,
+            w,
+            &units,
+            &mut manifest,
+            bulk_target.as_ref(),
+            ts,
+            started,
+            &mut report.write,
+        )?;
+        report.units_done = done;
+        report.units_skipped = skipped;
+        snapshot_unit
+    };
+    // Every counter put is flushed: the snapshot may say so (once).
+    // A slice leaves the snapshot to the submitter ([`slices::commit`]).
+    if let Some(next) = counting.next.take().filter(|_| w.slice.is_none()) {
+        if manifest.done.contains(&snapshot_unit) {
+            next.abandon(fs);
+        } else {
+            next.commit(fs, &state, partitions)?;
+            manifest.done.insert(snapshot_unit);
+            manifest.save(fs)?;
+        }
+    }
+    report.unresolved_mentions = counting.unresolved_mentions.into_inner();
+    report.counter_partitions = partitions;
+    report.users_changed = counting.users_changed.into_inner();
+    report.posts_changed = counting.posts_changed.into_inner();
+    report.write.via = w.via;
+    report.slice = w.slice.map(|s| s.to_string());
+    report.write.auto = auto;
+    if w.via == Via::Hfile {
+        // The hand-over is part of the load's time.
+        report.write.set_time(started);
+    }
+    Ok(report)
+}
+
+/// The night's committed part files of every entity; an error when it has none.
+fn night_files(
+    fs: &FileSystems,
+    root: &Location,
+    date: &str,
+) -> Result<BTreeMap<&'static str, Vec<FileEntry>>> {
+    let mut files = BTreeMap::new();
+    for entity in ["users", "posts", "follows", "comments", "reposts"] {
+        let dir = root.join(entity).join(&format!("dt={date}"));
+        files.insert(entity, partition::committed_parts(fs, &dir)?);
+    }
+    if files.values().all(Vec::is_empty) {
+        return Err(Error::BadInput {
+            path: root.to_string(),
+            line: 0,
+            reason: format!("no committed clean partitions for dt={date}"),
+        });
+    }
+    Ok(files)
+}
+
+/// The counter snapshot the changes are taken against (none when every counter is to be
+/// written), and the newest night the counters cover.
+fn counter_base(
+    fs: &FileSystems,
+    state: &state::State,
+    options: &LoadOptions,
+    created: &[Table],
+    counted: bool,
+) -> Result<(Option<state::Snapshot>, String)> {
+    // The counters readers see (the snapshot). Tables created just now hold none: their
+    // snapshots are gone for good, before any put, so no later run diffs against them.
+    if created.contains(&Table::User) || created.contains(&Table::Post) {
+        state.clear(fs)?;
+    }
+    let snapshot = if counted { state.latest(fs)? } else { None };
+    // Counters are those of every night up to the newest loaded; a night older than that
+    // (a rerun, a late crawl) folds its difference into the newest night's cells.
+    let as_of = if counted {
+        state.as_of(fs, &options.write.date)?
+    } else {
+        options.write.date.clone()
+    };
+    Ok((snapshot.filter(|_| !options.rewrite_counters), as_of))
+}
+
+/// How many counter partitions keep one pass within the counters' share of the budget.
+fn counter_partitions(
+    fs: &FileSystems,
+    inputs: &crate::load::counters::Inputs<'_>,
+    w: &WriteOptions,
+) -> Result<u32> {
+    // Through HFiles the collectors hold half the budget while the counters compute.
+    let budget = match w.via {
+        Via::Thrift | Via::Auto => w.memory_budget,
+        Via::Hfile => {
+            let b = w.memory_budget;
+            b - bulk_share(b) - queue_share(b)
+        }
+    };
+    // Sliced, at least one counter partition per slice, so every slice shares them.
+    let at_least = w.slice.map_or(1, |s| s.count);
+    Ok(crate::load::counters::partitions_for(fs, inputs, budget)?.max(at_least))
+}
+
+/// Every unit of the night, in run order (a slice keeps its share).
+fn night_units<'a>(
+    night: &'a Night<'a>,
+    counting: &'a Counting<'a>,
+    counted: bool,
+) -> Vec<(String, Unit<'a>)> {
+    let mut units = parts::users(night);
+    units.extend(parts::posts(night));
+    units.extend(parts::follows(night));
+    units.extend(parts::comments(night));
+    if counted {
+        units.extend(counting::units(night, counting));
+    }
+    units
+}
+
+/// Names every unit for the manifest and returns the name of the snapshot's commit. A unit
+/// is "done" only for the tables it was run with (a resume with other --tables redoes it),
+/// and for the way the work was split (merged rows carry no profile in their part units).
+fn name_units(
+    units: &mut Vec<(String, Unit<'_>)>,
+    night: &Night<'_>,
+    c: &Counting<'_>,
+    slice: Option<crate::dataset::slice::Slice>,
+) -> String {
+    if let Some(s) = slice {
+        let mut assigner = slices::Assigner::new(s);
+        units.retain(|(name, _)| assigner.takes(name));
+    }
+    let tables: Vec<&str> = night.tables.iter().map(|t| t.name()).collect();
+    let tables = tables.join(",");
+    let mode = if night.merged {
+        "merged".to_string()
+    } else {
+        format!("split in {}", c.partitions)
+    };
+    for (name, _) in units.iter_mut() {
+        *name = format!("{tables}|{mode}|{name}");
+    }
+    format!(
+        "{tables}|{mode}|snapshot as of {} over {}",
+        c.as_of,
+        c.base()
+    )
+}
+
+/// A run that committed its snapshot is done; one that did not redoes any counter unit whose
+/// staged partition is gone, so the snapshot it commits is whole.
+fn redo_lost_counter_units(
+    fs: &FileSystems,
+    manifest: &mut Manifest,
+    units: &[(String, Unit<'_>)],
+    c: &Counting<'_>,
+    snapshot_unit: &str,
+) -> Result<()> {
+    let (Some(next), false) = (&c.next, manifest.done.contains(snapshot_unit)) else {
+        return Ok(());
+    };
+    for p in 0..c.partitions {
+        let suffix = format!("|{}", c.unit_name(p));
+        let name = units.iter().map(|(n, _)| n).find(|n| n.ends_with(&suffix));
+        if let Some(name) = name {
+            if manifest.done.contains(name) && !next.has_part(fs, p, c.partitions)? {
+                manifest.done.remove(name);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the units not done yet through the writers; returns how many ran and how many were
+/// skipped. Through Thrift each unit is flushed and recorded before the next; through HFiles
+/// nothing is durable before the hand-over, so the units run side by side and are recorded
+/// after it.
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    fs: &FileSystems,
+    w: &WriteOptions,
+    units: &[(String, Unit<'_>)],
+    manifest: &mut Manifest,
+    bulk: Option<&BulkTarget<'_>>,
+    ts: i64,
+    started: Instant,
+    report: &mut WriteReport,
+) -> Result<(usize, usize)> {
+    let (mut units_done, mut units_skipped) = (0usize, 0usize);
+    let record_units = w.via == Via::Thrift;
+    let written = with_writers(w, bulk, ts, started, report, &mut |router| {
+        let todo: Vec<units::PendingUnit<'_, '_>> = units
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, _))| !manifest.done.contains(name))
+            .map(|(index, (name, unit))| units::PendingUnit {
+                index,
+                name,
+                unit,
+                counters: units::is_counter_unit(name),
+            })
+            .collect();
+        units_skipped = units.len() - todo.len();
+        if !record_units {
+            // The emission numbers order the cells: the units run side by side, without
+            // barriers.
+            for name in units::run_side_by_side(router, &todo)? {
+                manifest.done.insert(name);
+                units_done += 1;
+            }
+            return Ok(());
+        }
+        for t in &todo {
+            router.start_unit(t.index);
+            (t.unit)(router)?;
+            router.flush()?;
+            manifest.done.insert(t.name.to_string());
+            units_done += 1;
+            manifest.save(fs)?;
+        }
+        Ok(())
+    });
+    match bulk {
+        None => written?,
+        Some(target) => {
+            report.hfiles = Some(target.hand_over(w, written)?);
+            manifest.save(fs)?;
+        }
+    }
+    Ok((units_done, units_skipped))
+}
+
+/// How many nights the history spans (the distinct `dt=` folders of its files).
+fn history_nights(history: &BTreeMap<&str, Vec<FileEntry>>) -> usize {
+    history
+        .values()
+        .flatten()
+        .filter_map(|f| f.location.parent()?.file_name())
+        .collect::<BTreeSet<String>>()
+        .len()
+}
