@@ -109,70 +109,7 @@ pub fn run(
 ) -> Result<VerifyReport> {
     let root = fs.parse(input)?;
     let dt = format!("dt={date}");
-    let mut users: Sample<UserSample> = Sample::new(n);
-    batches(fs, &root.join("users").join(&dt), &mut |b| {
-        let uid = b
-            .column_by_name("uid")
-            .map(|c| c.as_primitive::<Int64Type>().clone());
-        let name = b
-            .column_by_name("screen_name")
-            .map(|c| c.as_string::<i32>().clone());
-        let followers = b
-            .column_by_name("followers_count")
-            .map(|c| c.as_primitive::<Int64Type>().clone());
-        let Some(uid) = uid else { return };
-        for i in 0..b.num_rows() {
-            let u = uid.value(i);
-            let nm = name
-                .as_ref()
-                .filter(|a| !a.is_null(i))
-                .map(|a| a.value(i).to_string());
-            let fo = followers
-                .as_ref()
-                .filter(|a| !a.is_null(i))
-                .map(|a| a.value(i));
-            users.offer(crate::hash::splitmix64(u as u64), (u, nm, fo));
-        }
-    })?;
-    let mut posts: Sample<PostSample> = Sample::new(n);
-    batches(fs, &root.join("posts").join(&dt), &mut |b| {
-        let (Some(mid), Some(at)) = (
-            b.column_by_name("mid")
-                .map(|c| c.as_primitive::<Int64Type>().clone()),
-            b.column_by_name("created_at")
-                .map(|c| c.as_primitive::<TimestampMillisecondType>().clone()),
-        ) else {
-            return;
-        };
-        let text = b
-            .column_by_name("text")
-            .map(|c| c.as_string::<i32>().clone());
-        for i in 0..b.num_rows() {
-            let t = text.as_ref().map(|a| a.value(i).to_string());
-            posts.offer(
-                crate::hash::splitmix64(mid.value(i) as u64),
-                (mid.value(i), at.value(i), t),
-            );
-        }
-    })?;
-    let mut follows: Sample<(i64, i64)> = Sample::new(n);
-    batches(fs, &root.join("follows").join(&dt), &mut |b| {
-        let (Some(a), Some(e)) = (
-            b.column_by_name("follower")
-                .map(|c| c.as_primitive::<Int64Type>().clone()),
-            b.column_by_name("followee")
-                .map(|c| c.as_primitive::<Int64Type>().clone()),
-        ) else {
-            return;
-        };
-        for i in 0..b.num_rows() {
-            let key = (a.value(i), e.value(i));
-            follows.offer(
-                crate::hash::splitmix64(key.0 as u64 ^ crate::hash::splitmix64(key.1 as u64)),
-                key,
-            );
-        }
-    })?;
+    let (users, posts, follows) = sample_night(fs, &root, &dt, n)?;
 
     let mut conn = Connection::connect(thrift, timeouts)?;
     let mut report = VerifyReport::default();
@@ -268,4 +205,80 @@ pub fn run(
     report.get_ms = latency(gets);
     report.scan_ms = latency(scans);
     Ok(report)
+}
+
+/// A sample of `n` users, posts and follow edges of the night `dt`, chosen by hash so a
+/// rerun checks the same rows.
+#[allow(clippy::type_complexity)]
+fn sample_night(
+    fs: &FileSystems,
+    root: &Location,
+    dt: &str,
+    n: usize,
+) -> Result<(Sample<UserSample>, Sample<PostSample>, Sample<(i64, i64)>)> {
+    let mut users: Sample<UserSample> = Sample::new(n);
+    batches(fs, &root.join("users").join(dt), &mut |b| {
+        let uid = b
+            .column_by_name("uid")
+            .map(|c| c.as_primitive::<Int64Type>().clone());
+        let name = b
+            .column_by_name("screen_name")
+            .map(|c| c.as_string::<i32>().clone());
+        let followers = b
+            .column_by_name("followers_count")
+            .map(|c| c.as_primitive::<Int64Type>().clone());
+        let Some(uid) = uid else { return };
+        for i in 0..b.num_rows() {
+            let u = uid.value(i);
+            let nm = name
+                .as_ref()
+                .filter(|a| !a.is_null(i))
+                .map(|a| a.value(i).to_string());
+            let fo = followers
+                .as_ref()
+                .filter(|a| !a.is_null(i))
+                .map(|a| a.value(i));
+            users.offer(crate::hash::splitmix64(u as u64), (u, nm, fo));
+        }
+    })?;
+    let mut posts: Sample<PostSample> = Sample::new(n);
+    batches(fs, &root.join("posts").join(dt), &mut |b| {
+        let (Some(mid), Some(at)) = (
+            b.column_by_name("mid")
+                .map(|c| c.as_primitive::<Int64Type>().clone()),
+            b.column_by_name("created_at")
+                .map(|c| c.as_primitive::<TimestampMillisecondType>().clone()),
+        ) else {
+            return;
+        };
+        let text = b
+            .column_by_name("text")
+            .map(|c| c.as_string::<i32>().clone());
+        for i in 0..b.num_rows() {
+            let t = text.as_ref().map(|a| a.value(i).to_string());
+            posts.offer(
+                crate::hash::splitmix64(mid.value(i) as u64),
+                (mid.value(i), at.value(i), t),
+            );
+        }
+    })?;
+    let mut follows: Sample<(i64, i64)> = Sample::new(n);
+    batches(fs, &root.join("follows").join(dt), &mut |b| {
+        let (Some(a), Some(e)) = (
+            b.column_by_name("follower")
+                .map(|c| c.as_primitive::<Int64Type>().clone()),
+            b.column_by_name("followee")
+                .map(|c| c.as_primitive::<Int64Type>().clone()),
+        ) else {
+            return;
+        };
+        for i in 0..b.num_rows() {
+            let key = (a.value(i), e.value(i));
+            follows.offer(
+                crate::hash::splitmix64(key.0 as u64 ^ crate::hash::splitmix64(key.1 as u64)),
+                key,
+            );
+        }
+    })?;
+    Ok((users, posts, follows))
 }

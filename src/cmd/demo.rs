@@ -89,6 +89,26 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
     let (files, bytes) = super::fs::put(&ctx.fs, &sample, &raw)?;
     println!("      {files} files, {bytes} bytes");
 
+    let summary = run_nightly(ctx, args)?;
+    println!("      {summary}");
+    let run_report = print_stage_reports(ctx, args)?;
+    report.set("run", &run_report);
+    query_back(ctx, args)?;
+    let ns = &ctx.global.namespace;
+    println!(
+        "done: raw {raw} -> clean {} -> HBase '{ns}' + friends and boards {}",
+        args.clean, args.graph
+    );
+
+    report.set("raw", &raw);
+    report.set("files_put", files);
+    report.set("bytes_put", bytes);
+    Ok(())
+}
+
+/// Runs the shipped nightly job on the sample's night, as cron runs it; returns its summary
+/// line.
+fn run_nightly(ctx: &Context, args: &Args) -> Result<String> {
     // The nightly job itself, as cron runs it, on the sample's night.
     let job = concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/nightly.toml");
     let mut command: Vec<String> = Vec::new();
@@ -134,7 +154,11 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
             code: out.status.code().unwrap_or(1),
         });
     }
-    println!("      {summary}");
+    Ok(summary)
+}
+
+/// Prints what each stage of the night did, from the run's reports; returns `run.json`.
+fn print_stage_reports(ctx: &Context, args: &Args) -> Result<serde_json::Value> {
     let runs = format!(
         "{}/_runs/{}/dt={}",
         args.root.trim_end_matches('/'),
@@ -201,8 +225,11 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         }
     }
     println!("      reports: {runs}/run.json and one <stage>.json per stage");
-    report.set("run", &run_report);
+    Ok(run_report)
+}
 
+/// Reads a few users and the day's board back from HBase, with each read's latency.
+fn query_back(ctx: &Context, args: &Args) -> Result<()> {
     println!("[4/4] query the loaded tables");
     let mut conn = Connection::connect(&ctx.global.hbase, ctx.timeouts)?;
     let ns = &ctx.global.namespace;
@@ -250,13 +277,5 @@ fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
         args.date,
         leaders.join(", ")
     );
-    println!(
-        "done: raw {raw} -> clean {} -> HBase '{ns}' + friends and boards {}",
-        args.clean, args.graph
-    );
-
-    report.set("raw", &raw);
-    report.set("files_put", files);
-    report.set("bytes_put", bytes);
     Ok(())
 }

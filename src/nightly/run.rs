@@ -204,6 +204,7 @@ fn stages(
     for (i, stage) in job.stages.iter().enumerate() {
         let report_at = dir.join(&format!("{}.json", stage.stage));
         let outcome = |status, report| StageOutcome {
+            stage: stage.stage,
             name: stage.stage.to_string(),
             status,
             seconds: 0.0,
@@ -278,7 +279,15 @@ fn stages(
             fs.delete(&manifest)?;
         }
         log::info!("{date}: {} ...", stage.stage);
-        launch(fs, stage.stage.name(), date, command, &report_at, outcomes)?;
+        launch(
+            fs,
+            stage.stage,
+            stage.stage.name(),
+            date,
+            command,
+            &report_at,
+            outcomes,
+        )?;
         ran = true;
     }
     // An older night that changed the history: the newest night's graph jobs fold it in
@@ -311,6 +320,7 @@ fn stages(
         command.extend(job.stage_args(stage, &newest, &follows));
         launch(
             fs,
+            stage.stage,
             &format!("{} of {newest}", stage.stage),
             &newest,
             command,
@@ -324,6 +334,7 @@ fn stages(
 /// Runs one stage's command and records its outcome; a stage that fails is an error.
 fn launch(
     fs: &FileSystems,
+    stage: Stage,
     name: &str,
     date: &str,
     command: Vec<String>,
@@ -333,6 +344,7 @@ fn launch(
     let started = Instant::now();
     let code = child::spawn(&command).with_context(|| format!("stage {name}"))?;
     outcomes.push(StageOutcome {
+        stage,
         name: name.to_string(),
         status: if code == 0 { "ran" } else { "failed" },
         seconds: started.elapsed().as_secs_f64(),

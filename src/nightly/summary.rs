@@ -5,9 +5,11 @@ use serde_json::Value;
 
 use super::job::Job;
 use crate::error::Error;
+use crate::stage::Stage;
 
 /// What happened to one stage of one date.
 pub struct StageOutcome {
+    pub stage: Stage,
     /// The stage, or `<stage> of <night>` for a newer night's graph job run again.
     pub name: String,
     /// "ran", "failed", "skipped" (committed), "planned" (dry run) or "not selected".
@@ -30,7 +32,7 @@ pub fn summary(
         .iter()
         .filter(|o| o.status != "not selected")
         .map(|o| match o.status {
-            "ran" => format!("{} {:.1}s{}", o.name, o.seconds, figure(&o.name, &o.report)),
+            "ran" => format!("{} {:.1}s{}", o.name, o.seconds, figure(o.stage, &o.report)),
             "failed" => format!("{} failed (exit {})", o.name, o.exit_code.unwrap_or(1)),
             status => format!("{} {status}", o.name),
         })
@@ -52,10 +54,10 @@ fn first_line(e: &Error) -> String {
 }
 
 /// A stage's headline number from its report.
-fn figure(stage: &str, report: &Value) -> String {
+fn figure(stage: Stage, report: &Value) -> String {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
-    match stage.split(' ').next().unwrap_or_default() {
-        "clean" => {
+    match stage {
+        Stage::Clean => {
             let entities = report["clean"]["entities"].as_object();
             let (out, rejected) = entities.map_or((0, 0), |e| {
                 e.values().fold((0, 0), |(o, r), c| {
@@ -64,24 +66,23 @@ fn figure(stage: &str, report: &Value) -> String {
             });
             format!(" ({out} rows, {rejected} rejected)")
         }
-        "load" => format!(
+        Stage::Load => format!(
             " ({} puts, {} users' counters changed)",
             n(&report["load"]["rows"]),
             n(&report["load"]["users_changed"])
         ),
-        "friends" => format!(" ({} pairs)", n(&report["friends"]["mutual_pairs"])),
-        "rank" => format!(
+        Stage::Friends => format!(" ({} pairs)", n(&report["friends"]["mutual_pairs"])),
+        Stage::Rank => format!(
             " ({} boards)",
             report["rank"]["users_ranked"]
                 .as_array()
                 .map_or(0, Vec::len)
         ),
-        "inbox" => format!(
+        Stage::Inbox => format!(
             " ({} feed entries, {} celebrities)",
             n(&report["inbox"]["entries"]),
             n(&report["inbox"]["celebrities_skipped"])
         ),
-        "cascades" => format!(" ({} cascades)", n(&report["cascades"]["cascades"])),
-        _ => String::new(),
+        Stage::Cascades => format!(" ({} cascades)", n(&report["cascades"]["cascades"])),
     }
 }

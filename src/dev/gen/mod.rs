@@ -306,88 +306,232 @@ struct PostRow {
 
 /// Writes a data set under `out`; returns its truth (also written as `truth.json`).
 pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Truth> {
-    let end = day_end_secs(&spec.date)?;
-    let start = end - spec.days.max(1) as i64 * 86_400;
-    let crawl_text = shanghai_text(end);
-    let n = spec.users.max(2);
-    let zombie = |i: u64| i % 10 >= 7 && i > 100; // 30 % zombies, never among celebrities
-
-    log::info!("gen: follow graph of {} users", n);
-    let graph = build_graph(spec);
-
-    // Posts: sequential, so reposts can point at earlier posts (chains).
-    log::info!("gen: {} posts", spec.posts);
-    let active: Vec<u64> = (0..n).filter(|&i| !zombie(i)).collect();
-    let mut rng = rng_for(spec.seed, 3, 0);
-    let mut posts: Vec<PostRow> = Vec::with_capacity(spec.posts as usize);
-    let mut mentions = 0u64;
-    for i in 0..spec.posts {
-        let author = active[skewed(&mut rng, active.len() as u64, 2) as usize];
-        let created = start + (i as i64 * (end - start - 60)) / spec.posts.max(1) as i64;
-        let retweet = (i > 0 && rng.random_bool(0.3)).then(|| {
-            // Mostly recent posts: reposts of reposts make chains several levels deep.
-            let back = skewed(&mut rng, i.min(5_000), 2) + 1;
-            i - back.min(i)
-        });
-        let m = if rng.random_bool(0.2) {
-            (0..rng.random_range(1..=2))
-                .map(|_| skewed(&mut rng, n, 3))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        mentions += m.len() as u64;
-        posts.push(PostRow {
-            author,
-            created,
-            retweet,
-            mentions: m,
-        });
-    }
-    let comments = spec.user_post_edges.saturating_sub(spec.posts + mentions);
-    // Reposts as the API names them: the root as what was reposted, the hops in the text.
-    let chains = cascades::hang(&mut posts);
-    let chains = &chains;
-
-    let mut posts_by = vec![0u32; n as usize];
-    let mut reposts_received = vec![0u32; n as usize];
-    for p in &posts {
-        posts_by[p.author as usize] += 1;
-        if let Some(r) = p.retweet {
-            reposts_received[posts[r as usize].author as usize] += 1;
-        }
-    }
-    let mut comments_received = vec![0u32; n as usize];
-    let comment_target = |c: u64| -> u64 {
-        let mut r = rng_for(spec.seed, 5, c);
-        skewed(&mut r, spec.posts.max(1), 2)
-    };
-    if spec.posts > 0 {
-        for c in 0..comments {
-            comments_received[posts[comment_target(c) as usize].author as usize] += 1;
-        }
-    }
-
+    let w = World::build(spec)?;
     let mut truth = Truth {
         spec: Some(spec.clone()),
-        friend_pairs: graph.mutual_pairs,
-        reciprocity: 2.0 * graph.mutual_pairs as f64 / graph.edges.len().max(1) as f64,
-        mentions,
-        user_post_edges: spec.posts + mentions + comments,
+        friend_pairs: w.graph.mutual_pairs,
+        reciprocity: 2.0 * w.graph.mutual_pairs as f64 / w.graph.edges.len().max(1) as f64,
+        mentions: w.mentions,
+        user_post_edges: spec.posts + w.mentions + w.comments,
         ..Truth::default()
     };
+    let out_ctx = OutCtx { fs, out, spec };
+    let (users_truth, users_formats) = write_users(&out_ctx, &w)?;
+    let (follows_truth, follows_formats) = write_follows(&out_ctx, &w)?;
+    let (posts_truth, posts_formats) = write_posts(&out_ctx, &w)?;
+    let (reposts_truth, reposts_formats) = write_reposts(&out_ctx, &w)?;
+    let (comments_truth, comments_formats) = write_comments(&out_ctx, &w)?;
+    for (entity, t, f) in [
+        ("users", users_truth, users_formats),
+        ("follows", follows_truth, follows_formats),
+        ("posts", posts_truth, posts_formats),
+        ("reposts", reposts_truth, reposts_formats),
+        ("comments", comments_truth, comments_formats),
+    ] {
+        if spec.writes(entity) {
+            if entity == "comments" {
+                // weibo-crawler's export names the commenter by screen name only: no uid, so
+                // no user_post row for those comments.
+                let nameless = f.get(OutFormat::WeiboCrawler.name()).copied().unwrap_or(0);
+                truth.user_post_edges -= nameless;
+            }
+            truth.entities.insert(entity.into(), t);
+            truth.formats.insert(entity.into(), f);
+        }
+    }
 
-    let noise = spec.noise;
-    let dirty = |rng: &mut Pcg64| noise > 0.0 && rng.random_bool(noise.min(1.0));
-    let formats_for = |entity: &str| -> Vec<OutFormat> {
-        spec.formats
+    w.rank_and_sample(&mut truth);
+    let text = serde_json::to_string_pretty(&truth).unwrap_or_default();
+    fs.write_atomic(&out.join("_truth.json"), text.as_bytes())?;
+    Ok(truth)
+}
+
+/// The data set before it is written: the follow graph, the posts with their chains, and
+/// what each user has; every writer reads it, none changes it.
+struct World<'a> {
+    spec: &'a GenSpec,
+    /// The crawl's end (the night's end) and the start of the days it covers, epoch s.
+    end: i64,
+    start: i64,
+    crawl_text: String,
+    /// Users.
+    n: u64,
+    graph: Graph,
+    posts: Vec<PostRow>,
+    chains: cascades::Chains,
+    mentions: u64,
+    comments: u64,
+    posts_by: Vec<u32>,
+    reposts_received: Vec<u32>,
+    comments_received: Vec<u32>,
+}
+
+impl<'a> World<'a> {
+    fn build(spec: &'a GenSpec) -> Result<World<'a>> {
+        let end = day_end_secs(&spec.date)?;
+        let start = end - spec.days.max(1) as i64 * 86_400;
+        let crawl_text = shanghai_text(end);
+        let n = spec.users.max(2);
+        let zombie = |i: u64| i % 10 >= 7 && i > 100; // 30 % zombies, never among celebrities
+
+        log::info!("gen: follow graph of {} users", n);
+        let graph = build_graph(spec);
+
+        // Posts: sequential, so reposts can point at earlier posts (chains).
+        log::info!("gen: {} posts", spec.posts);
+        let active: Vec<u64> = (0..n).filter(|&i| !zombie(i)).collect();
+        let mut rng = rng_for(spec.seed, 3, 0);
+        let mut posts: Vec<PostRow> = Vec::with_capacity(spec.posts as usize);
+        let mut mentions = 0u64;
+        for i in 0..spec.posts {
+            let author = active[skewed(&mut rng, active.len() as u64, 2) as usize];
+            let created = start + (i as i64 * (end - start - 60)) / spec.posts.max(1) as i64;
+            let retweet = (i > 0 && rng.random_bool(0.3)).then(|| {
+                // Mostly recent posts: reposts of reposts make chains several levels deep.
+                let back = skewed(&mut rng, i.min(5_000), 2) + 1;
+                i - back.min(i)
+            });
+            let m = if rng.random_bool(0.2) {
+                (0..rng.random_range(1..=2))
+                    .map(|_| skewed(&mut rng, n, 3))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            mentions += m.len() as u64;
+            posts.push(PostRow {
+                author,
+                created,
+                retweet,
+                mentions: m,
+            });
+        }
+        let comments = spec.user_post_edges.saturating_sub(spec.posts + mentions);
+        // Reposts as the API names them: the root as what was reposted, the hops in the text.
+        let chains = cascades::hang(&mut posts);
+
+        let mut posts_by = vec![0u32; n as usize];
+        let mut reposts_received = vec![0u32; n as usize];
+        for p in &posts {
+            posts_by[p.author as usize] += 1;
+            if let Some(r) = p.retweet {
+                reposts_received[posts[r as usize].author as usize] += 1;
+            }
+        }
+        let mut comments_received = vec![0u32; n as usize];
+        let comment_target = |c: u64| -> u64 {
+            let mut r = rng_for(spec.seed, 5, c);
+            skewed(&mut r, spec.posts.max(1), 2)
+        };
+        if spec.posts > 0 {
+            for c in 0..comments {
+                comments_received[posts[comment_target(c) as usize].author as usize] += 1;
+            }
+        }
+        Ok(World {
+            spec,
+            end,
+            start,
+            crawl_text,
+            n,
+            graph,
+            posts,
+            chains,
+            mentions,
+            comments,
+            posts_by,
+            reposts_received,
+            comments_received,
+        })
+    }
+
+    /// Whether this record gets a dirty twin (`--noise`).
+    fn dirty(&self, rng: &mut Pcg64) -> bool {
+        let noise = self.spec.noise;
+        noise > 0.0 && rng.random_bool(noise.min(1.0))
+    }
+
+    /// The formats of the spec that carry `entity`.
+    fn formats_for(&self, entity: &str) -> Vec<OutFormat> {
+        self.spec
+            .formats
             .iter()
             .copied()
             .filter(|f| f.carries(entity))
             .collect()
-    };
-    let out_ctx = OutCtx { fs, out, spec };
+    }
 
+    /// The post comment `c` is on.
+    fn comment_target(&self, c: u64) -> u64 {
+        let mut r = rng_for(self.spec.seed, 5, c);
+        skewed(&mut r, self.spec.posts.max(1), 2)
+    }
+
+    /// Top users and a few sampled users' counters, into the truth.
+    fn rank_and_sample(&self, truth: &mut Truth) {
+        let World {
+            n,
+            ref graph,
+            ref posts,
+            ref chains,
+            ref posts_by,
+            ref reposts_received,
+            ref comments_received,
+            ..
+        } = *self;
+        // Top users and a few sampled users' counters.
+        // Ties go to the smaller uid, so the lists are a function of the data.
+        let top = |metric: &[u32]| -> Vec<(i64, u64)> {
+            let mut ranked: Vec<(u64, u32)> = metric
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as u64, *v))
+                .collect();
+            ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            ranked
+                .iter()
+                .take(10)
+                .map(|(i, v)| (uid(*i), *v as u64))
+                .collect()
+        };
+        truth.cascades = chains.truth(posts);
+        truth.top_by_followers = top(&graph.followers);
+        truth.top_by_following = top(&graph.following);
+        truth.top_by_posts = top(posts_by);
+        truth.top_by_friends = top(&graph.friends);
+        truth.top_by_reposts_received = top(reposts_received);
+        truth.top_by_comments_received = top(comments_received);
+        let samples = [0, 1, 2, n / 3, n / 2, n - 1];
+        truth.sampled_users = samples
+            .iter()
+            .map(|&i| UserTruth {
+                uid: uid(i),
+                followers: graph.followers[i as usize] as u64,
+                following: graph.following[i as usize] as u64,
+                posts: posts_by[i as usize] as u64,
+                friends: graph.friends[i as usize] as u64,
+                reposts_received: reposts_received[i as usize] as u64,
+                comments_received: comments_received[i as usize] as u64,
+            })
+            .collect();
+    }
+}
+
+/// The users, with a dirty twin now and then (an older crawl, an unreadable count).
+fn write_users(
+    out_ctx: &OutCtx<'_>,
+    w: &World<'_>,
+) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+    let World {
+        spec,
+        end,
+        n,
+        ref graph,
+        ref posts_by,
+        ..
+    } = *w;
+    let dirty = |rng: &mut Pcg64| w.dirty(rng);
+    let formats_for = |entity: &str| w.formats_for(entity);
     // Users.
     log::info!("gen: writing users");
     let user_formats = formats_for("users");
@@ -459,7 +603,24 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
         }
         Ok(t)
     })?;
+    Ok((users_truth, users_formats))
+}
 
+/// The follow edges (AMiner's as one network file per part), with duplicates and self
+/// follows now and then.
+fn write_follows(
+    out_ctx: &OutCtx<'_>,
+    w: &World<'_>,
+) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+    let World {
+        spec,
+        end,
+        start,
+        ref graph,
+        ..
+    } = *w;
+    let dirty = |rng: &mut Pcg64| w.dirty(rng);
+    let formats_for = |entity: &str| w.formats_for(entity);
     // Follows.
     log::info!("gen: writing {} follows", graph.edges.len());
     let edges = &graph.edges;
@@ -544,10 +705,27 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             }
             Ok(t)
         })?;
+    Ok((follows_truth, follows_formats))
+}
 
+/// The posts in every format that can carry each, with repeated headers and unreadable
+/// times or ids now and then.
+fn write_posts(
+    out_ctx: &OutCtx<'_>,
+    w: &World<'_>,
+) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+    let World {
+        spec,
+        end,
+        ref posts,
+        ref chains,
+        ..
+    } = *w;
+    let posts_ref = posts;
+    let dirty = |rng: &mut Pcg64| w.dirty(rng);
+    let formats_for = |entity: &str| w.formats_for(entity);
     // Posts (JSON lines) and reposts (CSV).
     log::info!("gen: writing posts");
-    let posts_ref = &posts;
     let post_formats = formats_for("posts");
     let (posts_truth, posts_formats) =
         out_ctx.write_parts("posts", spec.posts, |part, range, files| {
@@ -635,7 +813,22 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             }
             Ok(t)
         })?;
+    Ok((posts_truth, posts_formats))
+}
 
+/// The reposts, as the API names them (CSV).
+fn write_reposts(
+    out_ctx: &OutCtx<'_>,
+    w: &World<'_>,
+) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+    let World {
+        spec,
+        ref crawl_text,
+        ref posts,
+        ref chains,
+        ..
+    } = *w;
+    let posts_ref = posts;
     let repost_ids: Vec<u64> = (0..spec.posts)
         .filter(|&i| posts[i as usize].retweet.is_some())
         .collect();
@@ -664,7 +857,25 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             }
             Ok(t)
         })?;
+    Ok((reposts_truth, reposts_formats))
+}
 
+/// The comments.
+fn write_comments(
+    out_ctx: &OutCtx<'_>,
+    w: &World<'_>,
+) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+    let World {
+        spec,
+        end,
+        n,
+        ref posts,
+        comments,
+        ..
+    } = *w;
+    let posts_ref = posts;
+    let formats_for = |entity: &str| w.formats_for(entity);
+    let comment_target = |c: u64| w.comment_target(c);
     log::info!("gen: writing {comments} comments");
     let comment_formats = formats_for("comments");
     let (comments_truth, comments_formats) = out_ctx.write_parts(
@@ -702,65 +913,7 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
             Ok(t)
         },
     )?;
-
-    for (entity, t, f) in [
-        ("users", users_truth, users_formats),
-        ("follows", follows_truth, follows_formats),
-        ("posts", posts_truth, posts_formats),
-        ("reposts", reposts_truth, reposts_formats),
-        ("comments", comments_truth, comments_formats),
-    ] {
-        if spec.writes(entity) {
-            if entity == "comments" {
-                // weibo-crawler's export names the commenter by screen name only: no uid, so
-                // no user_post row for those comments.
-                let nameless = f.get(OutFormat::WeiboCrawler.name()).copied().unwrap_or(0);
-                truth.user_post_edges -= nameless;
-            }
-            truth.entities.insert(entity.into(), t);
-            truth.formats.insert(entity.into(), f);
-        }
-    }
-
-    // Top users and a few sampled users' counters.
-    // Ties go to the smaller uid, so the lists are a function of the data.
-    let top = |metric: &[u32]| -> Vec<(i64, u64)> {
-        let mut ranked: Vec<(u64, u32)> = metric
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u64, *v))
-            .collect();
-        ranked.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked
-            .iter()
-            .take(10)
-            .map(|(i, v)| (uid(*i), *v as u64))
-            .collect()
-    };
-    truth.cascades = chains.truth(&posts);
-    truth.top_by_followers = top(&graph.followers);
-    truth.top_by_following = top(&graph.following);
-    truth.top_by_posts = top(&posts_by);
-    truth.top_by_friends = top(&graph.friends);
-    truth.top_by_reposts_received = top(&reposts_received);
-    truth.top_by_comments_received = top(&comments_received);
-    let samples = [0, 1, 2, n / 3, n / 2, n - 1];
-    truth.sampled_users = samples
-        .iter()
-        .map(|&i| UserTruth {
-            uid: uid(i),
-            followers: graph.followers[i as usize] as u64,
-            following: graph.following[i as usize] as u64,
-            posts: posts_by[i as usize] as u64,
-            friends: graph.friends[i as usize] as u64,
-            reposts_received: reposts_received[i as usize] as u64,
-            comments_received: comments_received[i as usize] as u64,
-        })
-        .collect();
-
-    let text = serde_json::to_string_pretty(&truth).unwrap_or_default();
-    fs.write_atomic(&out.join("_truth.json"), text.as_bytes())?;
-    Ok(truth)
+    Ok((comments_truth, comments_formats))
 }
 
 /// Where a data set goes, and how it is cut into parts.
