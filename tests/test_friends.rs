@@ -934,3 +934,43 @@ fn a_failed_run_leaves_the_previous_output_and_nothing_staged() {
         }
     }
 }
+
+/// Given clean's follows root, friends reads its committed nights up to `--date` only: a
+/// later night and a night without `_SUCCESS` are left out, so a rerun of an old date by
+/// hand sees that date's history.
+#[test]
+fn a_follows_root_is_read_up_to_the_date_and_committed_nights_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("follows");
+    let night = |date: &str, edges: &[Edge], committed: bool| {
+        let d = root.join(format!("dt={date}"));
+        std::fs::create_dir_all(&d).unwrap();
+        write_follows(&d.join("part-00000.parquet"), edges);
+        if committed {
+            std::fs::write(d.join("_SUCCESS"), b"").unwrap();
+        }
+    };
+    let first: [Edge; 3] = [(1, 2, Some(1_000)), (2, 1, Some(2_000)), (3, 4, None)];
+    let second: [Edge; 2] = [(4, 3, None), (5, 6, None)];
+    night("2026-11-28", &first, true);
+    night("2026-11-29", &second, true);
+    // Either would make (5, 6) friends, the later one (7, 8) too.
+    night("2026-11-27", &[(6, 5, None)], false);
+    night(
+        "2026-11-30",
+        &[(6, 5, None), (7, 8, None), (8, 7, None)],
+        true,
+    );
+    let out = dir.path().join("out");
+    friends_ok(&root, &out, &[]);
+    let mut ours = BTreeMap::new();
+    for entry in std::fs::read_dir(out.join("friends/dt=2026-11-29")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "parquet") {
+            ours.extend(pair_rows(&path));
+        }
+    }
+    let history: Vec<Edge> = first.iter().chain(&second).copied().collect();
+    assert_eq!(ours, naive(&history));
+    assert_eq!(ours.len(), 2, "{ours:?}");
+}

@@ -33,9 +33,10 @@ user: sum them by uid.";
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// Cleaned follows Parquet: files, folders or globs, one or many dates (repeatable). Any
-    /// Parquet with integer follower/followee columns will do (followed_at, any timestamp
-    /// unit, gives `since`), as clean or DuckDB writes it
+    /// Cleaned follows Parquet: files, folders or globs, one or many dates (repeatable); a
+    /// folder of dt= folders (clean's follows root) reads its committed nights up to --date.
+    /// Any Parquet with integer follower/followee columns will do (followed_at, any
+    /// timestamp unit, gives `since`), as clean or DuckDB writes it
     #[arg(long = "input", required = true, value_name = "URL")]
     inputs: Vec<String>,
     /// Folder the friends and friend_counts partitions are written under

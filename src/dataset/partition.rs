@@ -14,7 +14,7 @@ use parquet::basic::{Compression, ZstdLevel};
 
 use crate::dataset::parquet_io::{typed_properties, with_data_page_version, ParquetWriter};
 use crate::dataset::slice::Slice;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
 /// A partition being written: its staging folder and where it will live.
@@ -155,6 +155,43 @@ pub fn committed_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry
                 .is_some_and(|n| n.ends_with(".parquet"))
         })
         .collect())
+}
+
+/// The inputs a job dated `upto` reads, from what it was given: a table root (a folder of
+/// `dt=` folders) stands for its committed nights up to `upto`, oldest first, so a night
+/// after `upto` or one not committed is never read; a night, a file or a glob is read as
+/// given. A root with no committed night up to `upto` is an error.
+pub fn nights_upto(fs: &FileSystems, inputs: &[String], upto: &str) -> Result<Vec<String>> {
+    let mut taken = Vec::new();
+    for input in inputs {
+        let location = fs.parse(input)?;
+        let folder =
+            !crate::hdfs::has_glob(input) && fs.status(&location)?.is_some_and(|e| e.is_dir);
+        let nights = if folder {
+            dated_folders(fs, &location)?
+        } else {
+            Vec::new()
+        };
+        if nights.is_empty() {
+            taken.push(input.clone());
+            continue;
+        }
+        let before = taken.len();
+        for (date, dir) in nights {
+            let is_date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").is_ok();
+            if is_date && date.as_str() <= upto && fs.exists(&dir.join("_SUCCESS"))? {
+                taken.push(dir.to_string());
+            }
+        }
+        if taken.len() == before {
+            return Err(Error::BadInput {
+                path: input.clone(),
+                line: 0,
+                reason: format!("no committed dt= night up to {upto} here"),
+            });
+        }
+    }
+    Ok(taken)
 }
 
 /// An entity's committed nights up to `upto` (inclusive), oldest first, each with its date

@@ -154,7 +154,8 @@ pub fn is_hidden_name(name: &str) -> bool {
     name.starts_with('_') || name.starts_with('.')
 }
 
-pub(super) fn has_glob(s: &str) -> bool {
+/// Whether an input names a glob pattern rather than one file or folder.
+pub fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 

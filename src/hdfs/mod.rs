@@ -38,10 +38,11 @@ mod random_access;
 
 pub use atomic::AtomicFile;
 use atomic::Sink;
+pub use location::has_glob;
+use location::normalize_hdfs_path;
 pub use location::{
     default_fs_from_core_site, default_fs_from_env, is_hidden_name, Location, LOCAL_NAMENODE,
 };
-use location::{has_glob, normalize_hdfs_path};
 use random_access::RandomAccess;
 pub use random_access::RandomAccessFile;
 

@@ -5,6 +5,7 @@
 //! the commit, and a failure leaves nothing behind. The HBase marker is written only once
 //! the output it describes is committed.
 
+use crate::dataset::partition;
 use crate::error::{Result, ResultExt};
 use crate::hbase::write::WriteOptions;
 use crate::hdfs::{FileSystems, Location};
@@ -22,7 +23,8 @@ pub struct Done {
 
 /// Computes the friendships of `inputs` into `<output>/friends/dt=<date>/` and
 /// `<output>/friend_counts/dt=<date>/` (of `options.slice`), and into HBase when `hbase`
-/// says where.
+/// says where. An input that is a table root reads its committed nights up to `date` only
+/// ([`partition::nights_upto`]), so a rerun of an old date sees that date's history.
 pub fn run(
     fs: &FileSystems,
     inputs: &[String],
@@ -32,6 +34,7 @@ pub fn run(
     data_page_version: u8,
     hbase: Option<&WriteOptions>,
 ) -> Result<Done> {
+    let inputs = &partition::nights_upto(fs, inputs, date)?;
     let writer = FriendsWriter::create(fs, output, date, options.slice, data_page_version)?;
     let (stats, loaded, marker) = match hbase {
         Some(hbase) => {
