@@ -316,17 +316,12 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
         ..Truth::default()
     };
     let out_ctx = OutCtx { fs, out, spec };
-    let (users_truth, users_formats) = write_users(&out_ctx, &w)?;
-    let (follows_truth, follows_formats) = write_follows(&out_ctx, &w)?;
-    let (posts_truth, posts_formats) = write_posts(&out_ctx, &w)?;
-    let (reposts_truth, reposts_formats) = write_reposts(&out_ctx, &w)?;
-    let (comments_truth, comments_formats) = write_comments(&out_ctx, &w)?;
-    for (entity, t, f) in [
-        ("users", users_truth, users_formats),
-        ("follows", follows_truth, follows_formats),
-        ("posts", posts_truth, posts_formats),
-        ("reposts", reposts_truth, reposts_formats),
-        ("comments", comments_truth, comments_formats),
+    for (entity, (t, f)) in [
+        ("users", write_users(&out_ctx, &w)?),
+        ("follows", write_follows(&out_ctx, &w)?),
+        ("posts", write_posts(&out_ctx, &w)?),
+        ("reposts", write_reposts(&out_ctx, &w)?),
+        ("comments", write_comments(&out_ctx, &w)?),
     ] {
         if spec.writes(entity) {
             if entity == "comments" {
@@ -345,6 +340,15 @@ pub fn generate(fs: &FileSystems, out: &Location, spec: &GenSpec) -> Result<Trut
     fs.write_atomic(&out.join("_truth.json"), text.as_bytes())?;
     Ok(truth)
 }
+
+/// The post comment `c` is on.
+fn comment_target(spec: &GenSpec, c: u64) -> u64 {
+    let mut r = rng_for(spec.seed, 5, c);
+    skewed(&mut r, spec.posts.max(1), 2)
+}
+
+/// What writing one entity gives: its truth, and the records written per format.
+type Written = (EntityTruth, BTreeMap<String, u64>);
 
 /// The data set before it is written: the follow graph, the posts with their chains, and
 /// what each user has; every writer reads it, none changes it.
@@ -419,13 +423,9 @@ impl<'a> World<'a> {
             }
         }
         let mut comments_received = vec![0u32; n as usize];
-        let comment_target = |c: u64| -> u64 {
-            let mut r = rng_for(spec.seed, 5, c);
-            skewed(&mut r, spec.posts.max(1), 2)
-        };
         if spec.posts > 0 {
             for c in 0..comments {
-                comments_received[posts[comment_target(c) as usize].author as usize] += 1;
+                comments_received[posts[comment_target(spec, c) as usize].author as usize] += 1;
             }
         }
         Ok(World {
@@ -459,12 +459,6 @@ impl<'a> World<'a> {
             .copied()
             .filter(|f| f.carries(entity))
             .collect()
-    }
-
-    /// The post comment `c` is on.
-    fn comment_target(&self, c: u64) -> u64 {
-        let mut r = rng_for(self.spec.seed, 5, c);
-        skewed(&mut r, self.spec.posts.max(1), 2)
     }
 
     /// Top users and a few sampled users' counters, into the truth.
@@ -518,10 +512,7 @@ impl<'a> World<'a> {
 }
 
 /// The users, with a dirty twin now and then (an older crawl, an unreadable count).
-fn write_users(
-    out_ctx: &OutCtx<'_>,
-    w: &World<'_>,
-) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+fn write_users(out_ctx: &OutCtx<'_>, w: &World<'_>) -> Result<Written> {
     let World {
         spec,
         end,
@@ -530,12 +521,10 @@ fn write_users(
         ref posts_by,
         ..
     } = *w;
-    let dirty = |rng: &mut Pcg64| w.dirty(rng);
-    let formats_for = |entity: &str| w.formats_for(entity);
     // Users.
     log::info!("gen: writing users");
-    let user_formats = formats_for("users");
-    let (users_truth, users_formats) = out_ctx.write_parts("users", n, |part, range, files| {
+    let user_formats = w.formats_for("users");
+    out_ctx.write_parts("users", n, |part, range, files| {
         let mut rng = rng_for(spec.seed, 10, part);
         let mut t = EntityTruth::default();
         for i in range {
@@ -569,7 +558,7 @@ fn write_users(
             user.write(format, files.record(format)?)?;
             t.records_in += 1;
             t.records_out += 1;
-            if dirty(&mut rng) {
+            if w.dirty(&mut rng) {
                 match rng.random_range(0..2) {
                     0 => {
                         // An older crawl of the same user: a duplicate the newest crawl beats.
@@ -602,16 +591,12 @@ fn write_users(
             }
         }
         Ok(t)
-    })?;
-    Ok((users_truth, users_formats))
+    })
 }
 
 /// The follow edges (AMiner's as one network file per part), with duplicates and self
 /// follows now and then.
-fn write_follows(
-    out_ctx: &OutCtx<'_>,
-    w: &World<'_>,
-) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+fn write_follows(out_ctx: &OutCtx<'_>, w: &World<'_>) -> Result<Written> {
     let World {
         spec,
         end,
@@ -619,101 +604,94 @@ fn write_follows(
         ref graph,
         ..
     } = *w;
-    let dirty = |rng: &mut Pcg64| w.dirty(rng);
-    let formats_for = |entity: &str| w.formats_for(entity);
     // Follows.
     log::info!("gen: writing {} follows", graph.edges.len());
     let edges = &graph.edges;
-    let follow_formats = formats_for("follows");
+    let follow_formats = w.formats_for("follows");
     let follow_format = |k: u64| formats::pick(&follow_formats, spec.seed, 11, k);
     let part_rows = spec.part_rows.max(1);
-    let (follows_truth, follows_formats) =
-        out_ctx.write_parts("follows", edges.len() as u64, |part, range, files| {
-            let mut rng = rng_for(spec.seed, 11, part);
-            let mut t = EntityTruth::default();
-            let mut arcs: Vec<NetworkArc> = Vec::new();
-            for k in range {
-                let e = edges[k as usize];
-                let (a, b) = (e >> 32, e & 0xffff_ffff);
-                let followed_at = rng
-                    .random_bool(0.8)
-                    .then(|| start - rng.random_range(0..86_400 * 900));
-                let format = follow_format(k);
-                let mut follow = Follow {
-                    follower: uid(a),
-                    followee: uid(b),
-                    followed_at,
-                    crawl: end,
-                };
+    out_ctx.write_parts("follows", edges.len() as u64, |part, range, files| {
+        let mut rng = rng_for(spec.seed, 11, part);
+        let mut t = EntityTruth::default();
+        let mut arcs: Vec<NetworkArc> = Vec::new();
+        for k in range {
+            let e = edges[k as usize];
+            let (a, b) = (e >> 32, e & 0xffff_ffff);
+            let followed_at = rng
+                .random_bool(0.8)
+                .then(|| start - rng.random_range(0..86_400 * 900));
+            let format = follow_format(k);
+            let mut follow = Follow {
+                follower: uid(a),
+                followee: uid(b),
+                followed_at,
+                crawl: end,
+            };
+            if format == OutFormat::Aminer {
+                // The flag says "reciprocal" when the reverse arc is in the same file.
+                let reciprocal = edges.binary_search(&((b << 32) | a)).is_ok_and(|r| {
+                    r as u64 / part_rows == part && follow_format(r as u64) == OutFormat::Aminer
+                });
+                arcs.push(NetworkArc {
+                    follower: a,
+                    followee: b,
+                    reciprocal,
+                });
+                *files.records.entry(format).or_default() += 1;
+            } else {
+                follow.write(format, k, files.record(format)?)?;
+            }
+            t.records_in += 1;
+            t.records_out += 1;
+            if w.dirty(&mut rng) {
+                if rng.random_bool(0.5) {
+                    follow.followee = follow.follower;
+                    *t.rejected.entry("self_follow".into()).or_default() += 1;
+                    if format == OutFormat::Aminer {
+                        arcs.push(NetworkArc {
+                            follower: a,
+                            followee: a,
+                            reciprocal: true,
+                        });
+                    }
+                } else {
+                    follow.crawl = end - 3_600;
+                    t.duplicates += 1;
+                    if format == OutFormat::Aminer {
+                        let again = NetworkArc {
+                            follower: a,
+                            followee: b,
+                            reciprocal: arcs.last().is_some_and(|x| x.reciprocal),
+                        };
+                        arcs.push(again);
+                    }
+                }
                 if format == OutFormat::Aminer {
-                    // The flag says "reciprocal" when the reverse arc is in the same file.
-                    let reciprocal = edges.binary_search(&((b << 32) | a)).is_ok_and(|r| {
-                        r as u64 / part_rows == part && follow_format(r as u64) == OutFormat::Aminer
-                    });
-                    arcs.push(NetworkArc {
-                        follower: a,
-                        followee: b,
-                        reciprocal,
-                    });
                     *files.records.entry(format).or_default() += 1;
                 } else {
                     follow.write(format, k, files.record(format)?)?;
                 }
                 t.records_in += 1;
-                t.records_out += 1;
-                if dirty(&mut rng) {
-                    if rng.random_bool(0.5) {
-                        follow.followee = follow.follower;
-                        *t.rejected.entry("self_follow".into()).or_default() += 1;
-                        if format == OutFormat::Aminer {
-                            arcs.push(NetworkArc {
-                                follower: a,
-                                followee: a,
-                                reciprocal: true,
-                            });
-                        }
-                    } else {
-                        follow.crawl = end - 3_600;
-                        t.duplicates += 1;
-                        if format == OutFormat::Aminer {
-                            let again = NetworkArc {
-                                follower: a,
-                                followee: b,
-                                reciprocal: arcs.last().is_some_and(|x| x.reciprocal),
-                            };
-                            arcs.push(again);
-                        }
-                    }
-                    if format == OutFormat::Aminer {
-                        *files.records.entry(format).or_default() += 1;
-                    } else {
-                        follow.write(format, k, files.record(format)?)?;
-                    }
-                    t.records_in += 1;
-                }
             }
-            if !arcs.is_empty() {
-                let mut network = Vec::new();
-                let mut uidlist = Vec::new();
-                formats::write_aminer(&arcs, uid, &mut network, &mut uidlist)?;
-                files
-                    .file(OutFormat::Aminer, "weibo_network.txt")?
-                    .write_all(&network)?;
-                files
-                    .file(OutFormat::Aminer, "uidlist.txt")?
-                    .write_all(&uidlist)?;
-            }
-            Ok(t)
-        })?;
-    Ok((follows_truth, follows_formats))
+        }
+        if !arcs.is_empty() {
+            let mut network = Vec::new();
+            let mut uidlist = Vec::new();
+            formats::write_aminer(&arcs, uid, &mut network, &mut uidlist)?;
+            files
+                .file(OutFormat::Aminer, "weibo_network.txt")?
+                .write_all(&network)?;
+            files
+                .file(OutFormat::Aminer, "uidlist.txt")?
+                .write_all(&uidlist)?;
+        }
+        Ok(t)
+    })
 }
 
 /// The posts in every format that can carry each, with repeated headers and unreadable
 /// times or ids now and then.
-fn write_posts(
-    out_ctx: &OutCtx<'_>,
-    w: &World<'_>,
-) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+fn write_posts(out_ctx: &OutCtx<'_>, w: &World<'_>) -> Result<Written> {
     let World {
         spec,
         end,
@@ -721,106 +699,98 @@ fn write_posts(
         ref chains,
         ..
     } = *w;
-    let posts_ref = posts;
-    let dirty = |rng: &mut Pcg64| w.dirty(rng);
-    let formats_for = |entity: &str| w.formats_for(entity);
     // Posts (JSON lines) and reposts (CSV).
     log::info!("gen: writing posts");
-    let post_formats = formats_for("posts");
-    let (posts_truth, posts_formats) =
-        out_ctx.write_parts("posts", spec.posts, |part, range, files| {
-            let mut rng = rng_for(spec.seed, 12, part);
-            let mut t = EntityTruth::default();
-            let mut header_repeated = std::collections::HashSet::new();
-            for i in range {
-                let p = &posts_ref[i as usize];
-                let (mut able, mut k) = ([OutFormat::Canonical; OutFormat::ALL.len()], 0);
-                for f in &post_formats {
-                    if f.carries_post(p.author, p.retweet.is_some(), !p.mentions.is_empty()) {
-                        able[k] = *f;
-                        k += 1;
-                    }
-                }
-                let format = formats::pick(&able[..k], spec.seed, 12, i);
-                // The timeline crawlers' file of this post's author: `<name>/<uid>.csv`.
-                let account = if format.per_account() {
-                    format!("用户{:07}/{}.csv", p.author, uid(p.author))
-                } else {
-                    String::new()
-                };
-                let at: Vec<String> = p.mentions.iter().map(|m| format!("用户{m:07}")).collect();
-                let text = chains.text(posts_ref, i as usize, &|k| post_words(posts_ref, k));
-                let (mid_text, bid, created) = (
-                    mid(i).to_string(),
-                    mid_to_bid(mid(i)),
-                    shanghai_text(p.created),
-                );
-                let retweet_bid = p.retweet.map(|r| mid_to_bid(mid(r))).unwrap_or_default();
-                let at_users = at.join(",");
-                let mut post = Post {
-                    mid: &mid_text,
-                    bid: &bid,
-                    uid: uid(p.author),
-                    retweet_bid: &retweet_bid,
-                    created: &created,
-                    text: &text,
-                    source: SOURCES[(i % SOURCES.len() as u64) as usize],
-                    attitudes: i % 1000,
-                    topics: if i % 5 == 0 { "大数据" } else { "" },
-                    at_users: &at_users,
-                    retweet: p.retweet.map(mid),
-                    crawl: end,
-                };
-                post.write(format, files.record_in(format, &account)?)?;
-                t.records_in += 1;
-                t.records_out += 1;
-                if format == OutFormat::WeiboSpider
-                    && files.file_records(format, &account) >= 2
-                    && header_repeated.insert(account.clone())
-                {
-                    // weiboSpider writes its header again on every run: a repeated header row,
-                    // which the cleaner counts as a duplicate.
-                    let header = formats::header(format, "posts").expect("posts header");
-                    files
-                        .record_in(format, &account)?
-                        .write_all(header.as_bytes())?;
-                    t.records_in += 1;
-                    t.duplicates += 1;
-                }
-                if dirty(&mut rng) {
-                    let (other_mid, lossy) = (
-                        mid(spec.posts + i).to_string(),
-                        format!("{:.2E}", mid(i) as f64),
-                    );
-                    let other_bid = mid_to_bid(mid(spec.posts + i));
-                    // weiboSpider rows carry the bid, which Excel does not mangle: its dirt is
-                    // an unreadable time.
-                    match rng.random_range(0..2) {
-                        r if r == 0 || format == OutFormat::WeiboSpider => {
-                            post.created = "上周某天";
-                            post.mid = &other_mid;
-                            post.bid = &other_bid;
-                            *t.rejected.entry("bad_time".into()).or_default() += 1;
-                        }
-                        _ => {
-                            post.mid = &lossy;
-                            *t.rejected.entry("lossy_id".into()).or_default() += 1;
-                        }
-                    }
-                    post.write(format, files.record_in(format, &account)?)?;
-                    t.records_in += 1;
+    let post_formats = w.formats_for("posts");
+    out_ctx.write_parts("posts", spec.posts, |part, range, files| {
+        let mut rng = rng_for(spec.seed, 12, part);
+        let mut t = EntityTruth::default();
+        let mut header_repeated = std::collections::HashSet::new();
+        for i in range {
+            let p = &posts[i as usize];
+            let (mut able, mut k) = ([OutFormat::Canonical; OutFormat::ALL.len()], 0);
+            for f in &post_formats {
+                if f.carries_post(p.author, p.retweet.is_some(), !p.mentions.is_empty()) {
+                    able[k] = *f;
+                    k += 1;
                 }
             }
-            Ok(t)
-        })?;
-    Ok((posts_truth, posts_formats))
+            let format = formats::pick(&able[..k], spec.seed, 12, i);
+            // The timeline crawlers' file of this post's author: `<name>/<uid>.csv`.
+            let account = if format.per_account() {
+                format!("用户{:07}/{}.csv", p.author, uid(p.author))
+            } else {
+                String::new()
+            };
+            let at: Vec<String> = p.mentions.iter().map(|m| format!("用户{m:07}")).collect();
+            let text = chains.text(posts, i as usize, &|k| post_words(posts, k));
+            let (mid_text, bid, created) = (
+                mid(i).to_string(),
+                mid_to_bid(mid(i)),
+                shanghai_text(p.created),
+            );
+            let retweet_bid = p.retweet.map(|r| mid_to_bid(mid(r))).unwrap_or_default();
+            let at_users = at.join(",");
+            let mut post = Post {
+                mid: &mid_text,
+                bid: &bid,
+                uid: uid(p.author),
+                retweet_bid: &retweet_bid,
+                created: &created,
+                text: &text,
+                source: SOURCES[(i % SOURCES.len() as u64) as usize],
+                attitudes: i % 1000,
+                topics: if i % 5 == 0 { "大数据" } else { "" },
+                at_users: &at_users,
+                retweet: p.retweet.map(mid),
+                crawl: end,
+            };
+            post.write(format, files.record_in(format, &account)?)?;
+            t.records_in += 1;
+            t.records_out += 1;
+            if format == OutFormat::WeiboSpider
+                && files.file_records(format, &account) >= 2
+                && header_repeated.insert(account.clone())
+            {
+                // weiboSpider writes its header again on every run: a repeated header row,
+                // which the cleaner counts as a duplicate.
+                let header = formats::header(format, "posts").expect("posts header");
+                files
+                    .record_in(format, &account)?
+                    .write_all(header.as_bytes())?;
+                t.records_in += 1;
+                t.duplicates += 1;
+            }
+            if w.dirty(&mut rng) {
+                let (other_mid, lossy) = (
+                    mid(spec.posts + i).to_string(),
+                    format!("{:.2E}", mid(i) as f64),
+                );
+                let other_bid = mid_to_bid(mid(spec.posts + i));
+                // weiboSpider rows carry the bid, which Excel does not mangle: its dirt is
+                // an unreadable time.
+                match rng.random_range(0..2) {
+                    r if r == 0 || format == OutFormat::WeiboSpider => {
+                        post.created = "上周某天";
+                        post.mid = &other_mid;
+                        post.bid = &other_bid;
+                        *t.rejected.entry("bad_time".into()).or_default() += 1;
+                    }
+                    _ => {
+                        post.mid = &lossy;
+                        *t.rejected.entry("lossy_id".into()).or_default() += 1;
+                    }
+                }
+                post.write(format, files.record_in(format, &account)?)?;
+                t.records_in += 1;
+            }
+        }
+        Ok(t)
+    })
 }
 
 /// The reposts, as the API names them (CSV).
-fn write_reposts(
-    out_ctx: &OutCtx<'_>,
-    w: &World<'_>,
-) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+fn write_reposts(out_ctx: &OutCtx<'_>, w: &World<'_>) -> Result<Written> {
     let World {
         spec,
         ref crawl_text,
@@ -828,43 +798,35 @@ fn write_reposts(
         ref chains,
         ..
     } = *w;
-    let posts_ref = posts;
     let repost_ids: Vec<u64> = (0..spec.posts)
         .filter(|&i| posts[i as usize].retweet.is_some())
         .collect();
     let repost_ids = &repost_ids;
-    let (reposts_truth, reposts_formats) =
-        out_ctx.write_parts("reposts", repost_ids.len() as u64, |_, range, files| {
-            let mut t = EntityTruth::default();
-            for k in range {
-                let i = repost_ids[k as usize];
-                let p = &posts_ref[i as usize];
-                let r = p.retweet.expect("filtered");
-                writeln!(
-                    files.record(OutFormat::Canonical)?,
-                    "{},{},{},{},{},{}",
-                    mid(i),
-                    uid(p.author),
-                    mid(r),
-                    shanghai_text(p.created),
-                    formats::field(
-                        &chains.text(posts_ref, i as usize, &|k| post_words(posts_ref, k))
-                    ),
-                    crawl_text
-                )?;
-                t.records_in += 1;
-                t.records_out += 1;
-            }
-            Ok(t)
-        })?;
-    Ok((reposts_truth, reposts_formats))
+    out_ctx.write_parts("reposts", repost_ids.len() as u64, |_, range, files| {
+        let mut t = EntityTruth::default();
+        for k in range {
+            let i = repost_ids[k as usize];
+            let p = &posts[i as usize];
+            let r = p.retweet.expect("filtered");
+            writeln!(
+                files.record(OutFormat::Canonical)?,
+                "{},{},{},{},{},{}",
+                mid(i),
+                uid(p.author),
+                mid(r),
+                shanghai_text(p.created),
+                formats::field(&chains.text(posts, i as usize, &|k| post_words(posts, k))),
+                crawl_text
+            )?;
+            t.records_in += 1;
+            t.records_out += 1;
+        }
+        Ok(t)
+    })
 }
 
 /// The comments.
-fn write_comments(
-    out_ctx: &OutCtx<'_>,
-    w: &World<'_>,
-) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+fn write_comments(out_ctx: &OutCtx<'_>, w: &World<'_>) -> Result<Written> {
     let World {
         spec,
         end,
@@ -873,20 +835,17 @@ fn write_comments(
         comments,
         ..
     } = *w;
-    let posts_ref = posts;
-    let formats_for = |entity: &str| w.formats_for(entity);
-    let comment_target = |c: u64| w.comment_target(c);
     log::info!("gen: writing {comments} comments");
-    let comment_formats = formats_for("comments");
-    let (comments_truth, comments_formats) = out_ctx.write_parts(
+    let comment_formats = w.formats_for("comments");
+    out_ctx.write_parts(
         "comments",
         if spec.posts > 0 { comments } else { 0 },
         |part, range, files| {
             let mut rng = rng_for(spec.seed, 13, part);
             let mut t = EntityTruth::default();
             for c in range {
-                let target = comment_target(c);
-                let p = &posts_ref[target as usize];
+                let target = comment_target(spec, c);
+                let p = &posts[target as usize];
                 let when = p.created + rng.random_range(0..(end - p.created).max(1));
                 let commenter = rng.random_range(0..n);
                 let format = formats::pick(&comment_formats, spec.seed, 13, c);
@@ -912,8 +871,7 @@ fn write_comments(
             }
             Ok(t)
         },
-    )?;
-    Ok((comments_truth, comments_formats))
+    )
 }
 
 /// Where a data set goes, and how it is cut into parts.
@@ -932,7 +890,7 @@ impl OutCtx<'_> {
         entity: &'static str,
         rows: u64,
         fill: impl Fn(u64, std::ops::Range<u64>, &mut PartFiles) -> std::io::Result<EntityTruth> + Sync,
-    ) -> Result<(EntityTruth, BTreeMap<String, u64>)> {
+    ) -> Result<Written> {
         let mut total = EntityTruth::default();
         let mut formats = BTreeMap::new();
         if !self.spec.writes(entity) {
