@@ -12,16 +12,6 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::stage::Stage;
 
-/// The names of the stages a job can name, in the only order they may run ([`Stage::ALL`]).
-pub const STAGES: [&str; 6] = [
-    Stage::Clean.name(),
-    Stage::Load.name(),
-    Stage::Friends.name(),
-    Stage::Rank.name(),
-    Stage::Inbox.name(),
-    Stage::Cascades.name(),
-];
-
 /// Stage flags `run` sets itself: a job file giving them would fight the run (a `resume`
 /// after clean ran again, a report elsewhere than where committed stages are looked for).
 const RUN_OWNED: [&str; 9] = [
@@ -104,7 +94,7 @@ impl Job {
                 })
                 .collect::<Result<_>>()?,
             Some(_) => return Err(usage(origin, "`stages` must be a list")),
-            None => STAGES.iter().map(|s| s.to_string()).collect(),
+            None => Stage::ALL.iter().map(|s| s.name().to_string()).collect(),
         };
         let mut options: BTreeMap<String, Vec<(String, toml::Value)>> = BTreeMap::new();
         let tables = match doc.remove("options") {
@@ -122,12 +112,12 @@ impl Job {
             ));
         }
         for (key, value) in tables {
-            if !STAGES.contains(&key.as_str()) {
+            if Stage::of(&key).is_none() {
                 return Err(usage(
                     origin,
                     format!(
                         "options for unknown stage `{key}` (stages: {})",
-                        STAGES.join(", ")
+                        Stage::names()
                     ),
                 ));
             }
@@ -146,7 +136,7 @@ impl Job {
                 None if PLACES.contains(&key.as_str()) => {
                     places.insert(key.clone(), value.clone());
                 }
-                Some((stage, option)) if STAGES.contains(&stage) => {
+                Some((stage, option)) if Stage::of(stage).is_some() => {
                     let opts = options.entry(stage.to_string()).or_default();
                     opts.retain(|(k, _)| k != option);
                     opts.push((option.to_string(), set_value(value)));
@@ -322,6 +312,9 @@ pub fn parse_set(s: &str) -> std::result::Result<(String, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every stage's name, in run order.
+    const STAGES: [&str; 6] = ["clean", "load", "friends", "rank", "inbox", "cascades"];
 
     const FILE: &str = r#"
 name = "nightly"

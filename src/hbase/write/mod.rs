@@ -312,10 +312,7 @@ fn write_routed(
         _ => None,
     };
     let via = match (&auto, options.via) {
-        (Some(choice), _) => {
-            log::info!("--via auto: {}", choice.because);
-            choice.chose
-        }
+        (Some(choice), _) => choice.chose,
         (None, Via::Hfile) if route.is_some() => Via::Hfile,
         _ => Via::Thrift,
     };

@@ -45,6 +45,7 @@ pub fn choose(
             format!("{input_rows} rows, at least {threshold}: as HFiles"),
         )
     };
+    log::info!("--via auto: {because}");
     Ok(AutoChoice {
         input_rows,
         threshold,

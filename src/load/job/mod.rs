@@ -91,7 +91,6 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let resolved;
     let options = match &auto {
         Some(choice) => {
-            log::info!("--via auto: {}", choice.because);
             resolved = LoadOptions {
                 write: WriteOptions {
                     via: choice.chose,
