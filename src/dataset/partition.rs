@@ -167,31 +167,33 @@ pub fn nights_upto(fs: &FileSystems, inputs: &[String], upto: &str) -> Result<Ve
         let location = fs.parse(input)?;
         let folder =
             !crate::hdfs::has_glob(input) && fs.status(&location)?.is_some_and(|e| e.is_dir);
-        let nights = if folder {
-            dated_folders(fs, &location)?
-        } else {
-            Vec::new()
-        };
-        if nights.is_empty() {
+        if !folder || dated_folders(fs, &location)?.is_empty() {
             taken.push(input.clone());
             continue;
         }
-        let before = taken.len();
-        for (date, dir) in nights {
-            let is_date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").is_ok();
-            if is_date && date.as_str() <= upto && fs.exists(&dir.join("_SUCCESS"))? {
-                taken.push(dir.to_string());
-            }
-        }
-        if taken.len() == before {
+        let committed = committed_nights(fs, &location, upto)?;
+        if committed.is_empty() {
             return Err(Error::BadInput {
                 path: input.clone(),
                 line: 0,
                 reason: format!("no committed dt= night up to {upto} here"),
             });
         }
+        taken.extend(committed.iter().map(|dir| dir.to_string()));
     }
     Ok(taken)
+}
+
+/// The committed `dt=` nights of the table at `dir` up to `upto`, oldest first.
+pub fn committed_nights(fs: &FileSystems, dir: &Location, upto: &str) -> Result<Vec<Location>> {
+    let mut nights = Vec::new();
+    for (date, night) in dated_folders(fs, dir)? {
+        let is_date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").is_ok();
+        if is_date && date.as_str() <= upto && fs.exists(&night.join("_SUCCESS"))? {
+            nights.push(night);
+        }
+    }
+    Ok(nights)
 }
 
 /// An entity's committed nights up to `upto` (inclusive), oldest first, each with its date

@@ -23,13 +23,7 @@ use crate::stage::Stage;
 /// The committed `dt=` folders of `<clean>/follows` up to `date`, oldest first: the follows
 /// `friends` reads for that date.
 pub fn follows_upto(fs: &FileSystems, clean: &Location, date: &str) -> Result<Vec<Location>> {
-    let mut nights = Vec::new();
-    for (night, dir) in crate::dataset::partition::dated_folders(fs, &clean.join("follows"))? {
-        if night.as_str() <= date && fs.exists(&dir.join("_SUCCESS"))? {
-            nights.push(dir);
-        }
-    }
-    Ok(nights)
+    crate::dataset::partition::committed_nights(fs, &clean.join("follows"), date)
 }
 
 /// Whether a stage's output for `date` is committed: `_SUCCESS` in its partition (for
