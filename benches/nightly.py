@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Night after night: does a night's cost follow its delta, or the history behind it?
 
-    python3 benches/nightly.py                       # 30 nights at the small preset's daily volume
+    python3 benches/nightly.py                       # 100 nights at the small preset's daily volume
     python3 benches/nightly.py --nights 5 --preset tiny    # a quick pass
 
 It generates N consecutive nights (`weibo-etl gen --nights N`), then runs
 `weibo-etl run jobs/nightly.toml` for each night in order on the local cluster, local files
 under <out>, tables in a namespace of their own. From each night's run.json it takes every
-stage's wall time and peak RSS, and the load's puts and changed counters; it prints one row
-per night, compares the last night with the first (the deltas are the same size by
-construction), checks that the counters after the last night equal the generator's truth
-digest (through Thrift), and writes <out>/nightly-<preset>.json. It measures; it asserts
-nothing but the exit codes.
+stage's wall time, peak RSS and HBase cells written; it prints one row per night, then for
+every stage the slope (seconds added per night, a least-squares fit over nights 2..N) and the
+last night over night 2 (the deltas are the same size by construction; night 1 creates the
+tables). It checks that the counters after the last night equal the generator's truth digest
+(through Thrift), and writes <out>/nightly-<preset>.json. It measures; it asserts nothing but
+the exit codes.
 """
 import argparse
 import hashlib
@@ -28,21 +29,36 @@ BIN = ROOT / "target" / "release" / "weibo-etl"
 FIRST = "2026-11-01"
 
 
+STAGES = ["clean", "load", "friends", "rank", "inbox", "cascades"]
+
+
 def night_rows(run):
-    """The figures of one night's run.json: per stage seconds and peak RSS."""
+    """The figures of one night's run.json: per stage seconds, peak RSS and cells written."""
     row = {"date": run["date"], "seconds": run["seconds"]}
     for s in run["stages"]:
         rep = s.get("report") or {}
-        row[f"{s['stage']}_s"] = s["seconds"]
-        row[f"{s['stage']}_rss_mb"] = rep.get("peak_rss_mb")
-        if s["stage"] == "load":
-            load = rep.get("load", {})
-            row["load_puts"] = load.get("rows")
-            row["users_changed"] = load.get("users_changed")
-            row["history_nights"] = load.get("history_nights")
-        if s["stage"] == "friends":
-            row["friends_puts"] = rep.get("load", {}).get("rows")
+        name = s["stage"]
+        row[f"{name}_s"] = s["seconds"]
+        row[f"{name}_rss_mb"] = rep.get("peak_rss_mb")
+        written = rep.get("load") or {}
+        row[f"{name}_cells"] = written.get("rows")
+        if name == "load":
+            row["users_changed"] = written.get("users_changed")
+            row["history_nights"] = written.get("history_nights")
+    row["peak_rss_mb"] = max((row.get(f"{n}_rss_mb") or 0) for n in STAGES)
     return row
+
+
+def slope(ys):
+    """Least-squares seconds added per night over nights 2.. (index 1..)."""
+    pts = [(i, y) for i, y in enumerate(ys, 1) if i >= 2 and y is not None]
+    if len(pts) < 2:
+        return None
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    den = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / den if den else None
 
 
 def digest_in_hbase(ns):
@@ -67,7 +83,7 @@ def digest_in_hbase(ns):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nights", type=int, default=30)
+    ap.add_argument("--nights", type=int, default=100)
     ap.add_argument("--preset", default="small", choices=["tiny", "small", "paper"])
     ap.add_argument("--out", default=str(ROOT / "bench-out"), help="work and results folder")
     ap.add_argument("--regions", type=int, default=8)
@@ -89,8 +105,8 @@ def main():
             "--set", f"friends.regions={args.regions}"]
     dates = sorted(p.name[3:] for p in raw.iterdir() if p.name.startswith("dt="))
     rows = []
-    print(f"{'night':>5} {'date':<10} {'total s':>8} {'clean s':>8} {'load s':>7} {'load MB':>8} "
-          f"{'puts':>8} {'changed':>8} {'friends s':>9} {'fr puts':>8}")
+    print(f"{'night':>5} {'date':<10} {'total s':>8} " + " ".join(f"{n[:8] + ' s':>10}" for n in STAGES)
+          + f" {'peak MB':>8} {'load cells':>10} {'inbox cells':>11}")
     for i, date in enumerate(dates, 1):
         p = subprocess.run(list(map(str, base + ["--date", date])), capture_output=True, text=True)
         if p.returncode != 0:
@@ -98,19 +114,26 @@ def main():
         run = json.loads((work / "_runs" / ns / f"dt={date}" / "run.json").read_text())
         r = night_rows(run)
         rows.append(r)
-        print(f"{i:>5} {date:<10} {r['seconds']:>8.2f} {r['clean_s']:>8.2f} {r['load_s']:>7.2f} "
-              f"{r['load_rss_mb'] or 0:>8} {r['load_puts'] or 0:>8} {r['users_changed'] or 0:>8} "
-              f"{r['friends_s']:>9.2f} {r['friends_puts'] or 0:>8}", flush=True)
-    first, last = rows[0], rows[-1]
-    ratio = {k: round(last[k] / first[k], 3) for k in ["seconds", "load_s", "friends_s", "clean_s"]
-             if first.get(k)}
+        print(f"{i:>5} {date:<10} {r['seconds']:>8.2f} "
+              + " ".join(f"{r.get(n + '_s') or 0:>10.2f}" for n in STAGES)
+              + f" {r['peak_rss_mb']:>8} {r.get('load_cells') or 0:>10} {r.get('inbox_cells') or 0:>11}",
+              flush=True)
+    keys = ["seconds"] + [f"{n}_s" for n in STAGES]
+    second, last = rows[min(1, len(rows) - 1)], rows[-1]
+    ratio = {k: round(last[k] / second[k], 3) for k in keys if second.get(k) and last.get(k) is not None}
+    slopes = {k: (None if (v := slope([r.get(k) for r in rows])) is None else round(v, 4)) for k in keys}
+    rss = {"night_2": second["peak_rss_mb"], "last": last["peak_rss_mb"]}
     truth = json.loads((raw / f"dt={dates[-1]}" / "_truth.json").read_text())
     digest_ok = digest_in_hbase(ns) == truth["digest"]
-    print(f"night {len(rows)} / night 1: " + ", ".join(f"{k} {v}x" for k, v in ratio.items()))
+    print(f"night {len(rows)} / night 2: " + ", ".join(f"{k} {v}x" for k, v in ratio.items()))
+    print("slope, seconds added per night over nights 2..: "
+          + ", ".join(f"{k} {v:+.4f}" for k, v in slopes.items() if v is not None))
+    print(f"peak RSS, night 2 and night {len(rows)}: {rss['night_2']} MB, {rss['last']} MB")
     print(f"counters after night {len(rows)} equal the truth: {digest_ok}")
     result = {"preset": args.preset, "nights": args.nights, "namespace": ns,
               "date_run": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv),
-              "last_over_first": ratio, "counters_equal_truth": digest_ok, "rows": rows}
+              "last_over_night_2": ratio, "slope_s_per_night": slopes, "peak_rss_mb": rss,
+              "counters_equal_truth": digest_ok, "rows": rows}
     target = out / f"nightly-{args.preset}.json"
     target.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written to {target}")

@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 use weibo_etl::dataset::slice::Slice;
 use weibo_etl::graph::inbox::{self, InboxOptions, InboxStats};
 use weibo_etl::hbase::layout::Table;
-use weibo_etl::hbase::write::{WriteOptions, WriteReport};
+use weibo_etl::hbase::write::WriteOptions;
 use weibo_etl::report::Report;
 
 use super::Context;
@@ -85,7 +85,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         data_page_version: args.parquet.data_page_version,
         slice: args.slice.unwrap_or(Slice::ALL),
     };
-    let outcome = (|| -> Result<(InboxStats, Option<WriteReport>)> {
+    let outcome = (|| -> Result<(InboxStats, Option<inbox::hbase::Loaded>)> {
         let clean = ctx.fs.parse(&args.input)?;
         let output = ctx.fs.parse(&args.output)?;
         if !args.load {
@@ -125,15 +125,22 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         s.k,
         s.posts_deleted
     );
-    if let Some(w) = &written {
+    if let Some(loaded) = &written {
+        let w = &loaded.written;
         eprintln!(
-            "hbase: {} cells in {:.2}s into {}:inbox ({})",
+            "hbase: {} cells in {:.2}s into {}:inbox ({}); {} already there{}",
             w.rows,
             w.seconds,
             ctx.global.namespace,
-            super::route_taken(w)
+            super::route_taken(w),
+            loaded.base.unchanged_cells,
+            loaded
+                .base
+                .date
+                .as_ref()
+                .map_or(String::new(), |d| format!(" as of {d}"))
         );
-        report.set("load", w);
+        report.set("load", loaded);
     }
     report.set("inbox", &s);
     ctx.finish_report(&report, None)

@@ -5,5 +5,6 @@
 pub mod cascades;
 pub mod friends;
 pub mod inbox;
+pub mod loaded;
 pub mod rank;
 pub mod round;

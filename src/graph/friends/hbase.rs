@@ -3,13 +3,11 @@
 //! ([`layout::friendship_puts`], [`layout::friend_count_put`]).
 //!
 //! Only what changed is written: a namespace remembers, in `<output>/_load/<namespace>.json`
-//! (the [`LoadRecord`]), the night of the friends it holds and the sizes of that night's files,
-//! and the next night writes only the pairs and counts that differ from that night's output
-//! (the [`LoadedFriends`]). A base whose files changed since is not trusted, and everything is written.
-//! Writing an older night's state is harmless whatever the base, as its cells carry that
-//! night's (older) timestamp; docs/nightly.md.
+//! (a [`Marker`]), the night of the friends it holds, and the next night writes only the pairs
+//! and counts that differ from that night's output (the [`LoadedFriends`]). Writing an older
+//! night's state is harmless whatever the base, as its cells carry that night's (older)
+//! timestamp; docs/nightly.md.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -19,6 +17,7 @@ use serde::Serialize;
 
 use crate::dataset::{self, partition};
 use crate::error::{Error, Result};
+use crate::graph::loaded::Marker;
 use crate::hbase::layout::{self, Table};
 use crate::hbase::write::{self, PutSink, Route, WriteOptions, WriteReport};
 use crate::hdfs::{FileSystems, Location};
@@ -64,14 +63,15 @@ pub fn run(
         );
     }
     let date = hbase.date.clone();
-    let marker = output
-        .join("_load")
-        .join(&format!("{}.json", hbase.namespace));
+    let marker = marker(output, &hbase.namespace);
     // What this namespace already holds: the friends of the last night loaded into it,
     // unless its tables are new.
     let created = write::ensure_tables(hbase)?;
     let base = match whole && created.is_empty() {
-        true => LoadedFriends::read(fs, output, &marker)?,
+        true => match marker.base(fs)? {
+            Some(date) => LoadedFriends::read(fs, output, date)?,
+            None => None,
+        },
         false => None,
     };
     let mut stats = None;
@@ -121,47 +121,38 @@ pub fn run(
     };
     // Written once the output is committed too: the next night diffs against the later of
     // the two nights.
-    let marker = whole.then(|| LoadRecord {
-        at: marker,
-        output: output.clone(),
-        date: base.map_or(date.clone(), |b| b.date.max(date)),
+    let record = whole.then(|| LoadRecord {
+        marker,
+        date,
+        base: base.map(|b| b.date),
     });
-    Ok((stats, loaded, marker))
+    Ok((stats, loaded, record))
+}
+
+/// The friends marker of `namespace` under `output`.
+fn marker(output: &Location, namespace: &str) -> Marker {
+    Marker::new(
+        output,
+        &format!("{namespace}.json"),
+        &[
+            dataset::friends::PAIRS_TABLE,
+            dataset::friends::COUNTS_TABLE,
+        ],
+    )
 }
 
 /// Which night's friends a namespace holds, to record once they are committed.
 pub struct LoadRecord {
-    at: Location,
-    output: Location,
+    marker: Marker,
     date: String,
+    base: Option<String>,
 }
 
 impl LoadRecord {
-    /// Records the night and the sizes of its output's files: a base whose files changed
-    /// since (rewritten by a run without --load) is not trusted.
+    /// Records the night (or the base's, when later) and the sizes of its output's files.
     pub fn write(self, fs: &FileSystems) -> Result<()> {
-        let parts = output_parts(fs, &self.output, &self.date)?;
-        let doc = serde_json::json!({ "as_of": self.date, "parts": parts });
-        let text = serde_json::to_vec(&doc).map_err(|e| Error::Io {
-            op: "encode",
-            path: self.at.to_string(),
-            source: e.into(),
-        })?;
-        fs.write_atomic(&self.at, &text)
+        self.marker.record(fs, &self.date, self.base.as_deref())
     }
-}
-
-/// `friends/dt=<date>/<part>` and `friend_counts/...` → size, of the committed output.
-fn output_parts(fs: &FileSystems, output: &Location, date: &str) -> Result<BTreeMap<String, u64>> {
-    let mut parts = BTreeMap::new();
-    for table in ["friends", "friend_counts"] {
-        let dir = output.join(table).join(&format!("dt={date}"));
-        for f in partition::committed_parts(fs, &dir)? {
-            let name = f.location.file_name().unwrap_or_default();
-            parts.insert(format!("{table}/{name}"), f.len);
-        }
-    }
-    Ok(parts)
 }
 
 /// The friends a namespace already holds (the committed output of the night its marker
@@ -174,37 +165,12 @@ struct LoadedFriends {
 }
 
 impl LoadedFriends {
-    fn read(
-        fs: &FileSystems,
-        output: &Location,
-        marker: &Location,
-    ) -> Result<Option<LoadedFriends>> {
-        if !fs.exists(marker)? {
-            return Ok(None);
-        }
-        let doc: serde_json::Value =
-            serde_json::from_slice(&fs.read_to_vec(marker)?).map_err(|e| Error::BadInput {
-                path: marker.to_string(),
-                line: 0,
-                reason: format!("reading {marker}: {e}"),
-            })?;
-        let Some(date) = doc["as_of"].as_str().map(String::from) else {
-            return Ok(None);
-        };
-        let recorded: BTreeMap<String, u64> =
-            serde_json::from_value(doc["parts"].clone()).unwrap_or_default();
-        if recorded.is_empty() || recorded != output_parts(fs, output, &date)? {
-            log::warn!(
-                "the friends of {date} changed since they were loaded (or {marker} is old): \
-                 writing every pair and count"
-            );
-            return Ok(None);
-        }
+    /// The committed output of `date` (the night the marker names).
+    fn read(fs: &FileSystems, output: &Location, date: String) -> Result<Option<LoadedFriends>> {
         let dt = format!("dt={date}");
         let pair_parts = partition::committed_parts(fs, &output.join("friends").join(&dt))?;
         let count_parts = partition::committed_parts(fs, &output.join("friend_counts").join(&dt))?;
         if pair_parts.is_empty() || count_parts.is_empty() {
-            log::warn!("{marker} names {date}, whose friends output is gone: writing everything");
             return Ok(None);
         }
         let mut pairs = FxHashMap::default();

@@ -2,73 +2,106 @@
 //! (the version is the post's time), and for each celebrity one marker cell per fan that
 //! `query feed` follows to the celebrity's timeline at read time. docs/hbase-layout.md.
 //!
+//! Only what the namespace does not hold yet is written: a [`Marker`],
+//! `<output>/_load/<namespace>.inbox.json`, names the night whose inbox was last loaded, and
+//! that night's output is the base ([`LoadedFeeds`]). A feed cell is written when its post is
+//! new to its author's newest K or its fan is new to the author; a celebrity's markers when its
+//! count of fans changed. So a night writes the cells its delta brings, not every feed again.
+//!
 //! Invariant: the `inbox` table keeps exactly K versions of its feed family; a table made for
 //! another K is refused, since HBase would silently cut or pad the feeds.
 
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::dataset::columns;
+use crate::dataset::inbox::{CELEBRITIES_TABLE, INBOX_TABLE};
 use crate::dataset::partition;
+use crate::dataset::slice::Slice;
 use crate::error::{Error, Result};
+use crate::graph::loaded::Marker;
 use crate::hbase::admin::{Admin, Compression};
 use crate::hbase::layout::{self, keys, Table, CELEBRITY_FAMILY, INBOX_FAMILY};
 use crate::hbase::write::{self, Route, WriteOptions, WriteReport};
 use crate::hbase::{Connection, Put};
 use crate::hdfs::{FileSystems, Location};
 
-use super::{InboxOptions, InboxStats};
+use super::{Author, Built, InboxOptions, InboxStats};
 use crate::dataset::parquet_io;
 
-/// Builds the inbox of `options` (as [`super::run`] does) and writes its cells into the
-/// `inbox` table of `hbase.namespace`, created with K versions when missing.
+/// What `inbox --load` wrote, and against which base.
+#[derive(Clone, Debug, Serialize)]
+pub struct Loaded {
+    #[serde(flatten)]
+    pub written: WriteReport,
+    pub base: FeedBase,
+}
+
+/// The night whose inbox the namespace held, and the cells left out as already there.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FeedBase {
+    pub date: Option<String>,
+    pub unchanged_cells: u64,
+}
+
+/// Builds the inbox of `options` (as [`super::run`] does) and writes into the `inbox` table
+/// of `hbase.namespace` (created with K versions when missing) the cells it does not hold yet;
+/// then records the night in the namespace's marker.
 pub fn run(
     fs: &FileSystems,
     clean: &Location,
     output: &Location,
     options: &InboxOptions,
     hbase: &WriteOptions,
-) -> Result<(InboxStats, WriteReport)> {
-    ensure_inbox_table(hbase, options.k as u32)?;
+) -> Result<(InboxStats, Loaded)> {
+    let created = ensure_inbox_table(hbase, options.k as u32)?;
     let hbase = &WriteOptions {
         tables: vec![Table::Inbox],
         ..hbase.clone()
     };
-    // --via auto weighs the follow rows: each becomes up to K cells.
-    let follow_rows = || -> Result<u64> {
-        let follows = partition::history(fs, clean, "follows", &options.date)?;
-        parquet_io::parquet_rows(fs, &follows)
+    let whole = options.slice == Slice::ALL;
+    let marker = Marker::new(
+        output,
+        &format!("{}.inbox.json", hbase.namespace),
+        &[INBOX_TABLE, CELEBRITIES_TABLE],
+    );
+    let base = match whole && !created {
+        true => match marker.base(fs)? {
+            Some(date) => Some(LoadedFeeds::read(fs, output, date)?),
+            None => None,
+        },
+        false => None,
+    };
+    // --via auto weighs the rows that bring cells: with a base the night's follows and posts
+    // (new edges and new posts), else every follow row (each becomes up to K cells).
+    let weighed = || -> Result<u64> {
+        match &base {
+            Some(_) => {
+                let mut rows = 0;
+                for entity in ["follows", "posts"] {
+                    let dir = clean.join(entity).join(&format!("dt={}", options.date));
+                    rows += parquet_io::parquet_rows(fs, &partition::committed_parts(fs, &dir)?)?;
+                }
+                Ok(rows)
+            }
+            None => {
+                let follows = partition::history(fs, clean, "follows", &options.date)?;
+                parquet_io::parquet_rows(fs, &follows)
+            }
+        }
     };
     let route = Route {
         fs,
         root: output.clone(),
-        rows: &follow_rows,
+        rows: &weighed,
     };
     let run_ts = write::cell_timestamp(&options.date)?;
     let mut stats = None;
+    let mut unchanged = 0u64;
     let written = write::write_routed_with(&route, hbase, &mut |sink| {
         let s = super::run(fs, clean, output, options, &mut |built| {
             for a in &built.authors {
-                if a.celebrity {
-                    let column = layout::inbox_column(CELEBRITY_FAMILY, a.uid);
-                    let fans = (a.fans.len() as i64).to_be_bytes();
-                    for f in built.fans(a) {
-                        let put = Put {
-                            key: keys::user_key(f),
-                            cells: vec![(column.clone(), fans.to_vec())],
-                        };
-                        sink(Table::Inbox, put, run_ts)?;
-                    }
-                    continue;
-                }
-                // Post by post, so the writers batch each version's cells together.
-                let column = layout::inbox_column(INBOX_FAMILY, a.uid);
-                for &(created, mid, version) in built.posts(a) {
-                    let post = keys::post_key(a.uid, created, mid);
-                    for f in built.fans(a) {
-                        let put = Put {
-                            key: keys::user_key(f),
-                            cells: vec![(column.clone(), post.clone())],
-                        };
-                        sink(Table::Inbox, put, version)?;
-                    }
-                }
+                unchanged += write_author(built, a, base.as_ref(), run_ts, sink)?;
             }
             Ok(())
         })?;
@@ -80,12 +113,182 @@ pub fn run(
         table: Table::Inbox.in_namespace(&hbase.namespace),
         reason: "the inbox job produced no report".into(),
     })?;
-    Ok((stats, written))
+    let base_date = base.map(|b| b.date);
+    if whole {
+        marker.record(fs, &options.date, base_date.as_deref())?;
+    }
+    let loaded = Loaded {
+        written,
+        base: FeedBase {
+            date: base_date,
+            unchanged_cells: unchanged,
+        },
+    };
+    Ok((stats, loaded))
 }
 
-/// Creates the inbox table with `VERSIONS = k` on its feed family, or checks that the one
-/// there has it.
-fn ensure_inbox_table(hbase: &WriteOptions, k: u32) -> Result<()> {
+/// Writes the cells of one author's fan-out that `base` does not hold; returns how many were
+/// left out. Post by post, so the writers batch each version's cells together.
+fn write_author(
+    built: &Built,
+    a: &Author,
+    base: Option<&LoadedFeeds>,
+    run_ts: i64,
+    sink: &mut write::TimedPutSink<'_>,
+) -> Result<u64> {
+    let fans_n = a.fans.len() as u64;
+    if a.celebrity {
+        // The union of the follows only grows, so an unchanged count is an unchanged fan set.
+        if base.and_then(|b| b.celebrities.get(&a.uid)) == Some(&(fans_n as i64)) {
+            return Ok(fans_n);
+        }
+        let column = layout::inbox_column(CELEBRITY_FAMILY, a.uid);
+        let fans = (fans_n as i64).to_be_bytes();
+        for f in built.fans(a) {
+            let put = Put {
+                key: keys::user_key(f),
+                cells: vec![(column.clone(), fans.to_vec())],
+            };
+            sink(Table::Inbox, put, run_ts)?;
+        }
+        return Ok(0);
+    }
+    let (served, known_fans) = match base {
+        Some(b) => b.served(a.uid),
+        None => (&[][..], &[][..]),
+    };
+    // Fans the base did not serve this author: they get every post.
+    let new_fans: Vec<i64> = built
+        .fans(a)
+        .filter(|&f| {
+            known_fans
+                .binary_search_by_key(&f, |&(_, fan)| fan)
+                .is_err()
+        })
+        .collect();
+    let column = layout::inbox_column(INBOX_FAMILY, a.uid);
+    let mut unchanged = 0;
+    for &(created, mid, version) in built.posts(a) {
+        let post = keys::post_key(a.uid, created, mid);
+        let known = served.contains(&(created, mid, version));
+        let mut put = |f: i64| {
+            let put = Put {
+                key: keys::user_key(f),
+                cells: vec![(column.clone(), post.clone())],
+            };
+            sink(Table::Inbox, put, version)
+        };
+        if known {
+            unchanged += fans_n - new_fans.len() as u64;
+            new_fans.iter().try_for_each(|&f| put(f))?;
+        } else {
+            built.fans(a).try_for_each(put)?;
+        }
+    }
+    Ok(unchanged)
+}
+
+/// A post as served in a feed: `(created_at, mid, version)`.
+type Served = (i64, i64, i64);
+
+/// The feeds a namespace holds: the committed inbox output of the night its marker names.
+struct LoadedFeeds {
+    date: String,
+    /// `(followee, fan)`, sorted and distinct: each fanned-out author's fans are a range.
+    edges: Vec<(i64, i64)>,
+    /// Each fanned-out author's newest K as served: `(created_at, mid, version)`.
+    posts: FxHashMap<i64, Vec<Served>>,
+    /// Each celebrity's count of fans.
+    celebrities: FxHashMap<i64, i64>,
+}
+
+impl LoadedFeeds {
+    /// Reads the base in two passes over the inbox table, so only one row per edge is held:
+    /// every fan of an author has the same posts, so the fans are those of its newest post.
+    fn read(fs: &FileSystems, output: &Location, date: String) -> Result<LoadedFeeds> {
+        let dt = format!("dt={date}");
+        let entries = partition::committed_parts(fs, &output.join(INBOX_TABLE).join(&dt))?;
+        let mut posts: FxHashMap<i64, Vec<Served>> = FxHashMap::default();
+        for f in &entries {
+            let cols = ["followee", "mid", "created_at", "version"];
+            parquet_io::read_parquet_columns(fs, f, &cols, &mut |b| {
+                let followee = columns::ids(f, b, "followee")?;
+                let mid = columns::ids(f, b, "mid")?;
+                let created = columns::times(f, b, "created_at")?;
+                let version = columns::ids(f, b, "version")?;
+                for i in 0..b.num_rows() {
+                    let post = (created.value(i), mid.value(i), version.value(i));
+                    let served = posts.entry(followee.value(i)).or_default();
+                    if !served.contains(&post) {
+                        served.push(post);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        let newest: FxHashMap<i64, i64> = posts
+            .iter()
+            .map(|(&a, p)| (a, p.iter().map(|x| x.2).max().unwrap_or(i64::MIN)))
+            .collect();
+        let mut edges = Vec::new();
+        for f in &entries {
+            parquet_io::read_parquet_columns(fs, f, &["uid", "followee", "version"], &mut |b| {
+                let fan = columns::ids(f, b, "uid")?;
+                let followee = columns::ids(f, b, "followee")?;
+                let version = columns::ids(f, b, "version")?;
+                for i in 0..b.num_rows() {
+                    let a = followee.value(i);
+                    if newest.get(&a) == Some(&version.value(i)) {
+                        edges.push((a, fan.value(i)));
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        let mut celebrities = FxHashMap::default();
+        let stars = partition::committed_parts(fs, &output.join(CELEBRITIES_TABLE).join(&dt))?;
+        for f in &stars {
+            parquet_io::read_parquet_columns(fs, f, &["uid", "fans"], &mut |b| {
+                let uid = columns::ids(f, b, "uid")?;
+                let fans = columns::ids(f, b, "fans")?;
+                celebrities.extend(
+                    uid.values()
+                        .iter()
+                        .copied()
+                        .zip(fans.values().iter().copied()),
+                );
+                Ok(())
+            })?;
+        }
+        log::info!(
+            "inbox: the namespace holds the feeds of {date} ({} edges of {} authors, {} \
+             celebrities): writing what differs",
+            edges.len(),
+            posts.len(),
+            celebrities.len()
+        );
+        Ok(LoadedFeeds {
+            date,
+            edges,
+            posts,
+            celebrities,
+        })
+    }
+
+    /// The posts served for `author`, and its edges `(author, fan)`, by fan.
+    fn served(&self, author: i64) -> (&[Served], &[(i64, i64)]) {
+        let from = self.edges.partition_point(|&(a, _)| a < author);
+        let to = self.edges.partition_point(|&(a, _)| a <= author);
+        let posts = self.posts.get(&author).map_or(&[][..], |p| p.as_slice());
+        (posts, &self.edges[from..to])
+    }
+}
+
+/// Creates the inbox table with `VERSIONS = k` on its feed family (true), or checks that the
+/// one there has it (false).
+fn ensure_inbox_table(hbase: &WriteOptions, k: u32) -> Result<bool> {
     let ns = &hbase.namespace;
     let mut admin = Admin::connect(&hbase.admin, hbase.timeouts)?;
     admin.ensure_namespace(ns)?;
@@ -97,13 +300,13 @@ fn ensure_inbox_table(hbase: &WriteOptions, k: u32) -> Result<()> {
             }
         }
         admin.create_table(&spec, &keys::split_points(hbase.regions))?;
-        return Ok(());
+        return Ok(true);
     }
     let table = Table::Inbox.in_namespace(ns);
     let mut conn = Connection::connect(&hbase.thrift, hbase.timeouts)?;
     let versions = conn.family_versions(&table)?;
     match versions.get(INBOX_FAMILY) {
-        Some(&v) if v == k as i32 => Ok(()),
+        Some(&v) if v == k as i32 => Ok(false),
         found => Err(Error::Usage(format!(
             "{table} keeps {} versions of {INBOX_FAMILY}, not --k {k}: drop it first \
              (weibo-etl tables drop) to change K",
