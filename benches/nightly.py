@@ -5,8 +5,9 @@
     python3 benches/nightly.py --nights 5 --preset tiny    # a quick pass
 
 It generates N consecutive nights (`weibo-etl gen --nights N`), then runs
-`weibo-etl run jobs/nightly.toml` for each night in order on the local cluster, local files
-under <out>, tables in a namespace of their own. From each night's run.json it takes every
+`weibo-etl run jobs/nightly.toml` for each night in order on the local cluster, raw files
+under <out>, outputs on the cluster's HDFS (so `--via auto` may bulk-load, as in production),
+tables in a namespace of their own. From each night's run.json it takes every
 stage's wall time, peak RSS and HBase cells written; it prints one row per night, then for
 every stage the slope (seconds added per night, a least-squares fit over nights 2..N) and the
 last night over night 2 (the deltas are the same size by construction; night 1 creates the
@@ -17,6 +18,7 @@ the exit codes.
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -88,6 +90,8 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "bench-out"), help="work and results folder")
     ap.add_argument("--regions", type=int, default=8)
     ap.add_argument("--writers", type=int, default=4)
+    ap.add_argument("--root", help="where the nightly job writes [default: a fresh folder on the "
+                    "local cluster's HDFS]")
     args = ap.parse_args()
     out = Path(args.out)
     work = out / f"nightly-{args.preset}"
@@ -99,8 +103,14 @@ def main():
     subprocess.run([BIN, "-q", "gen", "--out", raw, "--nights", str(args.nights),
                     "--preset", args.preset, "--date", FIRST], check=True)
     ns = f"nightly{args.preset}{int(time.time())}"
+    # The outputs on the cluster's HDFS, as in production: --via auto bulk-loads only from
+    # there; the local cluster hands HFiles over through this binary (no `hbase` script).
+    root = args.root or f"hdfs://127.0.0.1:9000/bench/{ns}"
+    env = dict(os.environ, WEIBO_ETL_BULKLOAD_CMD=f"{BIN} cluster bulkload")
+    reports = work / "runs"
+    reports.mkdir()
     base = [BIN, "-q", "run", ROOT / "jobs" / "nightly.toml",
-            "--set", f"root={work}", "--set", f"raw={raw}/dt={{date}}", "--set", f"namespace={ns}",
+            "--set", f"root={root}", "--set", f"raw={raw}/dt={{date}}", "--set", f"namespace={ns}",
             "--set", f"load.regions={args.regions}", "--set", f"load.writers={args.writers}",
             "--set", f"friends.regions={args.regions}"]
     dates = sorted(p.name[3:] for p in raw.iterdir() if p.name.startswith("dt="))
@@ -108,10 +118,12 @@ def main():
     print(f"{'night':>5} {'date':<10} {'total s':>8} " + " ".join(f"{n[:8] + ' s':>10}" for n in STAGES)
           + f" {'peak MB':>8} {'load cells':>10} {'inbox cells':>11}")
     for i, date in enumerate(dates, 1):
-        p = subprocess.run(list(map(str, base + ["--date", date])), capture_output=True, text=True)
+        report = reports / f"{date}.json"
+        p = subprocess.run(list(map(str, base + ["--date", date, "--report", report])),
+                           capture_output=True, text=True, env=env)
         if p.returncode != 0:
             sys.exit(f"night {date} failed ({p.returncode}):\n{p.stdout}{p.stderr[-3000:]}")
-        run = json.loads((work / "_runs" / ns / f"dt={date}" / "run.json").read_text())
+        run = json.loads(report.read_text())
         r = night_rows(run)
         rows.append(r)
         print(f"{i:>5} {date:<10} {r['seconds']:>8.2f} "

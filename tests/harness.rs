@@ -40,6 +40,7 @@ pub fn bin() -> Command {
         "WEIBO_ETL_RAW",
         "WEIBO_ETL_CLEAN",
         "WEIBO_ETL_GRAPH",
+        "WEIBO_ETL_BULKLOAD_CMD",
     ] {
         cmd.env_remove(var);
     }

@@ -140,7 +140,15 @@ fn run_nightly(ctx: &Context, args: &Args) -> Result<String> {
     }
     println!("[3/4] weibo-etl {}", command.join(" "));
     let exe = std::env::current_exe().context("finding this binary")?;
-    let out = std::process::Command::new(exe)
+    let mut child = std::process::Command::new(&exe);
+    if std::env::var_os("WEIBO_ETL_BULKLOAD_CMD").is_none() {
+        // The bundled cluster has no `hbase` script: its bulk loads go through this binary.
+        child.env(
+            "WEIBO_ETL_BULKLOAD_CMD",
+            format!("{} cluster bulkload", exe.display()),
+        );
+    }
+    let out = child
         .args(&command)
         .stdin(std::process::Stdio::null())
         .output()

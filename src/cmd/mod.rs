@@ -191,7 +191,12 @@ pub struct RouteArgs {
     pub via: hbase_write::Via,
     /// The command that hands a folder of HFiles to a table, run as `<cmd> <dir> <ns:table>`
     /// (split on whitespace, no shell); on the local cluster: `weibo-etl cluster bulkload`
-    #[arg(long, value_name = "CMD", default_value = hbase_write::DEFAULT_BULKLOAD_CMD)]
+    #[arg(
+        long,
+        value_name = "CMD",
+        default_value = hbase_write::DEFAULT_BULKLOAD_CMD,
+        env = "WEIBO_ETL_BULKLOAD_CMD"
+    )]
     pub bulkload_cmd: String,
     /// Where --via hfile writes its HFiles, on the HBase cluster's HDFS [default: _hfiles/
     /// under --input for load, under --output for the graph jobs]

@@ -262,6 +262,15 @@ pub fn dated_folders(fs: &FileSystems, dir: &Location) -> Result<Vec<(String, Lo
     Ok(dated)
 }
 
+/// The night a file or folder belongs to: the date of the innermost `dt=<date>` component of
+/// its path, if any.
+pub fn night_of(location: &Location) -> Option<String> {
+    location
+        .to_string()
+        .rsplit('/')
+        .find_map(|c| c.strip_prefix("dt=").map(String::from))
+}
+
 /// The Parquet part files of a committed partition folder; none when it has no `_SUCCESS`
 /// (a partition that is not done is not read), after finishing a swap left half done.
 pub fn committed_parts(fs: &FileSystems, dir: &Location) -> Result<Vec<FileEntry>> {

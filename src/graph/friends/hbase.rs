@@ -76,12 +76,18 @@ pub fn run(
     };
     let mut stats = None;
     let mut skipped = (0u64, 0u64);
-    // --via auto weighs the follow rows read: each mutual pair becomes six puts.
+    // --via auto weighs the follow rows that can bring a pair (each becomes six puts): every
+    // one read, or with a base only those of the nights after it.
+    let after = base.as_ref().map(|b| b.date.clone());
     let follow_rows = || -> Result<u64> {
         let files = fs.expand_inputs(inputs)?;
-        let parquet = files
-            .iter()
-            .filter(|f| f.location.to_string().ends_with(".parquet"));
+        let parquet = files.iter().filter(|f| {
+            let new = match (&after, partition::night_of(&f.location)) {
+                (Some(base), Some(night)) => night > *base,
+                _ => true,
+            };
+            new && f.location.to_string().ends_with(".parquet")
+        });
         parquet_io::parquet_rows(fs, parquet)
     };
     let route = Route {

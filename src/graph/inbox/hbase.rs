@@ -72,21 +72,14 @@ pub fn run(
         },
         false => None,
     };
-    // --via auto weighs the rows that bring cells: with a base the night's follows and posts
-    // (new edges and new posts), else every follow row (each becomes up to K cells).
+    // --via auto weighs the cells it expects: with a base, each of the night's posts to its
+    // author's fans and each of the night's follows to K posts; else every follow (up to K).
     let weighed = || -> Result<u64> {
         match &base {
-            Some(_) => {
-                let mut rows = 0;
-                for entity in ["follows", "posts"] {
-                    let dir = clean.join(entity).join(&format!("dt={}", options.date));
-                    rows += parquet_io::parquet_rows(fs, &partition::committed_parts(fs, &dir)?)?;
-                }
-                Ok(rows)
-            }
+            Some(b) => night_cells(fs, clean, &options.date, options.k as u64, b),
             None => {
                 let follows = partition::history(fs, clean, "follows", &options.date)?;
-                parquet_io::parquet_rows(fs, &follows)
+                Ok(parquet_io::parquet_rows(fs, &follows)? * options.k as u64)
             }
         }
     };
@@ -125,6 +118,33 @@ pub fn run(
         },
     };
     Ok((stats, loaded))
+}
+
+/// The cells a night brings on top of `base`, as far as its inputs tell before the fan-out:
+/// its follows times `k`, and each of its posts times the fans the base gives its author.
+fn night_cells(
+    fs: &FileSystems,
+    clean: &Location,
+    date: &str,
+    k: u64,
+    base: &LoadedFeeds,
+) -> Result<u64> {
+    let night = |entity: &str| {
+        partition::committed_parts(fs, &clean.join(entity).join(&format!("dt={date}")))
+    };
+    let mut cells = parquet_io::parquet_rows(fs, &night("follows")?)? * k;
+    for f in &night("posts")? {
+        parquet_io::read_parquet_columns(fs, f, &["uid"], &mut |b| {
+            let uid = columns::opt_ids(b, "uid");
+            for i in 0..b.num_rows() {
+                if let Some(author) = columns::opt(uid, i) {
+                    cells += base.served(author).1.len() as u64;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(cells)
 }
 
 /// Writes the cells of one author's fan-out that `base` does not hold; returns how many were
