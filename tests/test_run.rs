@@ -403,6 +403,22 @@ mod on_the_cluster {
         let run_report: Value = serde_json::from_slice(&run_report).unwrap();
         assert_eq!(run_report["ok"], true);
         assert_eq!(run_report["stages"].as_array().unwrap().len(), 6);
+        // Night 3's clean folded nights 1 and 2 into one run per entity, and the stages after
+        // it read that run in their place: the counters and pairs above come from it.
+        let stage = |name: &str| -> Value {
+            let stages = run_report["stages"].as_array().unwrap();
+            stages.iter().find(|s| s["stage"] == name).unwrap()["report"].clone()
+        };
+        let clean = stage("clean");
+        assert_eq!(clean["clean"]["history"]["runs_written"], 5, "{clean}");
+        assert_eq!(stage("load")["load"]["history_nights"], 3);
+        for entity in ["users", "posts", "follows", "comments", "reposts"] {
+            let run = format!(
+                "{root}/clean/{entity}/_history/run={}_{}/_SUCCESS",
+                NIGHTS[0], NIGHTS[1]
+            );
+            assert!(fs.exists(&fs.parse(&run).unwrap()).unwrap(), "{run}");
+        }
 
         // Night 1 again after night 3, forced through every stage: nothing a reader sees moves.
         let tables = all_tables(&mut conn(), &ns);

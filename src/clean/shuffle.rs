@@ -184,6 +184,7 @@ pub fn run_reduce(
         seconds: started.elapsed().as_secs_f64(),
         mb_per_s: 0.0,
         committed: false,
+        history: None,
     })
 }
 

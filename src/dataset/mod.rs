@@ -11,7 +11,7 @@
 //! - [`slice`]: one slice `i/N` of a job's work and the `slice=i-of-N/` folder it writes;
 //! - [`partition`]: `<table>/dt=<date>/` partitions, written staged and committed with
 //!   `_SUCCESS` (the commit protocol), the history of nights a job reads, and the Parquet
-//!   readers and writers over them.
+//!   readers and writers over them; [`history`]: that history compacted into runs of nights.
 //!
 //! Invariants: the stages (`raw`/`clean`, `load`, `graph`, `verify`) depend on this module,
 //! not on one another; it depends on nothing of theirs. A change here is a change of the
@@ -22,6 +22,7 @@ pub mod columns;
 mod entity;
 pub mod follows;
 pub mod friends;
+pub mod history;
 pub mod inbox;
 pub mod parquet_io;
 pub mod partition;

@@ -309,7 +309,7 @@ pub fn nights_upto(fs: &FileSystems, inputs: &[String], upto: &str) -> Result<Ve
             taken.push(input.clone());
             continue;
         }
-        let committed = committed_nights(fs, &location, upto)?;
+        let committed = history_folders(fs, &location, upto)?;
         if committed.is_empty() {
             return Err(Error::BadInput {
                 path: input.clone(),
@@ -322,41 +322,34 @@ pub fn nights_upto(fs: &FileSystems, inputs: &[String], upto: &str) -> Result<Ve
     Ok(taken)
 }
 
-/// The committed `dt=` nights of the table at `dir` up to `upto`, oldest first.
-pub fn committed_nights(fs: &FileSystems, dir: &Location, upto: &str) -> Result<Vec<Location>> {
-    let mut nights = Vec::new();
-    for (date, night) in dated_folders(fs, dir)? {
-        let is_date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").is_ok();
-        if is_date && date.as_str() <= upto && fs.exists(&night.join("_SUCCESS"))? {
-            nights.push(night);
-        }
-    }
-    Ok(nights)
+/// The folders a job dated `upto` reads of the table at `dir`, oldest first: its committed
+/// `dt=` nights up to `upto`, a run of the compacted history standing for several of them
+/// where one does ([`super::history`]).
+pub fn history_folders(fs: &FileSystems, dir: &Location, upto: &str) -> Result<Vec<Location>> {
+    Ok(super::history::take_history(fs, dir, upto)?
+        .into_iter()
+        .map(|t| t.folder)
+        .collect())
 }
 
-/// An entity's committed nights up to `upto` (inclusive), oldest first, each with its date
-/// and part files: "every night so far", as the jobs that read the history see it. Folders
-/// whose name is not a date are not nights; a night with no committed part is left out.
+/// An entity's history up to `upto` (inclusive), oldest first, each step with its date and
+/// part files: "every night so far", as the jobs that read the history see it. A step is a
+/// committed night, or a run of the compacted history labelled with its last night and
+/// standing for all of its nights ([`super::history`]); a night with no committed part is
+/// left out.
 pub fn history_nights(
     fs: &FileSystems,
     root: &Location,
     entity: &str,
     upto: &str,
 ) -> Result<Vec<(String, Vec<FileEntry>)>> {
-    let mut nights = Vec::new();
-    for (date, dir) in dated_folders(fs, &root.join(entity))? {
-        let is_date = chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").is_ok();
-        if is_date && date.as_str() <= upto {
-            let files = committed_parts(fs, &dir)?;
-            if !files.is_empty() {
-                nights.push((date, files));
-            }
-        }
-    }
-    Ok(nights)
+    Ok(super::history::take_history(fs, &root.join(entity), upto)?
+        .into_iter()
+        .map(|t| (t.date, t.files))
+        .collect())
 }
 
-/// The part files of [`history_nights`], oldest night first.
+/// The part files of [`history_nights`], oldest first.
 pub fn history(
     fs: &FileSystems,
     root: &Location,

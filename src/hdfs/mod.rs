@@ -63,6 +63,7 @@ fn hdfs_entry(authority: &str, status: &hdfs_native::client::FileStatus) -> File
         },
         len: status.length as u64,
         is_dir: status.isdir,
+        modified: status.modification_time as i64,
     }
 }
 /// One file or folder found by a listing.
@@ -71,6 +72,9 @@ pub struct FileEntry {
     pub location: Location,
     pub len: u64,
     pub is_dir: bool,
+    /// Last modification, epoch ms (0 when unknown). A folder's changes when an entry is
+    /// created in or removed from it, not when the folder itself is renamed.
+    pub modified: i64,
 }
 
 /// Opens files on any number of HDFS clusters and on local disk. Cheap to clone; HDFS clients
@@ -154,6 +158,7 @@ impl FileSystems {
                         location: location.clone(),
                         len: st.length as u64,
                         is_dir: st.isdir,
+                        modified: st.modification_time as i64,
                     })),
                     Err(HdfsError::FileNotFound(_)) => Ok(None),
                     Err(e) => Err(hdfs_error("stat", location, e)),
@@ -164,6 +169,7 @@ impl FileSystems {
                     location: location.clone(),
                     len: m.len(),
                     is_dir: m.is_dir(),
+                    modified: modified_ms(&m),
                 })),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(io_error("stat", location, e)),
@@ -583,12 +589,21 @@ fn list_local_in(
             location: Location::Local(path.clone()),
             len: meta.len(),
             is_dir: meta.is_dir(),
+            modified: modified_ms(&meta),
         });
         if recursive && meta.is_dir() && seen.insert(fs::canonicalize(&path)?) {
             list_local_in(&path, true, out, seen)?;
         }
     }
     Ok(())
+}
+
+/// A local file's modification time, epoch ms (0 when the platform has none).
+fn modified_ms(meta: &fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn unique_suffix() -> u64 {

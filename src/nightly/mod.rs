@@ -20,10 +20,10 @@ use crate::error::Result;
 use crate::hdfs::{FileSystems, Location};
 use crate::stage::Stage;
 
-/// The committed `dt=` folders of `<clean>/follows` up to `date`, oldest first: the follows
-/// `friends` reads for that date.
+/// The folders of `<clean>/follows` that `friends` reads for `date`, oldest first: its
+/// committed `dt=` nights up to `date`, or runs of the compacted history standing for them.
 pub fn follows_upto(fs: &FileSystems, clean: &Location, date: &str) -> Result<Vec<Location>> {
-    crate::dataset::partition::committed_nights(fs, &clean.join("follows"), date)
+    crate::dataset::partition::history_folders(fs, &clean.join("follows"), date)
 }
 
 /// Whether a stage's output for `date` is committed: `_SUCCESS` in its partition (for

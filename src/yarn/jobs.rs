@@ -198,6 +198,7 @@ fn run_clean(s: &Submission<'_>, spec: TaskSpec, output: &Location) -> Result<Ou
         seconds: 0.0,
         mb_per_s: 0.0,
         committed: false,
+        history: None,
     };
     if let Some(over) = clean_job::budget_error(&whole, budget) {
         return Err(Error::RejectBudget(over.to_string()));

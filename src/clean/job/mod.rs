@@ -96,6 +96,9 @@ pub struct CleanReport {
     pub seconds: f64,
     pub mb_per_s: f64,
     pub committed: bool,
+    /// What folding the older nights into the compacted history wrote, once committed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<crate::dataset::history::Compacted>,
 }
 
 impl CleanReport {
@@ -218,6 +221,18 @@ pub fn run(
         started.elapsed().as_secs_f64()
     );
     report.committed = true;
+    // The night is committed; the nights before the newest fold into the history that later
+    // jobs read (docs/nightly.md, "The history, compacted").
+    let history = crate::dataset::history::compact(fs, &output, options.data_page_version)?;
+    log::info!(
+        "history: {} runs written ({} nights, {} rows), {} superseded runs deleted, at {:.2}s",
+        history.runs_written,
+        history.nights,
+        history.rows,
+        history.runs_deleted,
+        started.elapsed().as_secs_f64()
+    );
+    report.history = Some(history);
     report.seconds = started.elapsed().as_secs_f64();
     report.mb_per_s = if report.seconds > 0.0 {
         bytes_in as f64 / 1e6 / report.seconds

@@ -164,6 +164,7 @@ pub(in crate::clean) fn pass_one(
         seconds: 0.0,
         mb_per_s: 0.0,
         committed: false,
+        history: None,
     };
     for (entity, c) in &counters {
         let rejected = c.rejected.lock().unwrap_or_else(|p| p.into_inner()).clone();

@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use super::{slices, state, units, LoadOptions, LoadReport};
+use crate::dataset::history;
 use crate::dataset::parquet_io;
 use crate::dataset::partition;
 use crate::error::{Error, Result};
@@ -122,9 +123,14 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let counted = wants(Table::User) || wants(Table::Post) || wants(Table::UserPost);
     let state = state::State::new(&root, &w.namespace);
     let (snapshot, as_of) = counter_base(fs, &state, options, &created, counted)?;
+    let mut nights_read = BTreeSet::new();
     let history: BTreeMap<&str, Vec<FileEntry>> = ["users", "follows", "posts", "comments"]
         .into_iter()
-        .map(|e| Ok((e, partition::history(fs, &root, e, &as_of)?)))
+        .map(|e| {
+            let taken = history::take_history(fs, &root.join(e), &as_of)?;
+            nights_read.extend(taken.iter().flat_map(|t| t.nights.iter().cloned()));
+            Ok((e, taken.into_iter().flat_map(|t| t.files).collect()))
+        })
         .collect::<Result<_>>()?;
     let inputs = crate::load::counters::Inputs {
         users: &history["users"],
@@ -152,7 +158,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         },
         counters_as_of: as_of.clone(),
         counters_base: snapshot.as_ref().map(|s| s.as_of.clone()),
-        history_nights: history_nights(&history),
+        history_nights: nights_read.len(),
         ..LoadReport::default()
     };
     let night = Night {
@@ -407,14 +413,4 @@ fn execute(
         }
     }
     Ok((units_done, units_skipped))
-}
-
-/// How many nights the history spans (the distinct `dt=` folders of its files).
-fn history_nights(history: &BTreeMap<&str, Vec<FileEntry>>) -> usize {
-    history
-        .values()
-        .flatten()
-        .filter_map(|f| f.location.parent()?.file_name())
-        .collect::<BTreeSet<String>>()
-        .len()
 }

@@ -1,0 +1,855 @@
+//! The compacted history of a clean root: runs of consecutive committed nights, folded per
+//! entity into one partition each, which the jobs that read "every night so far" take in place
+//! of the nights a run covers. It keeps what those jobs read bounded by a few runs instead of
+//! one folder per night (docs/nightly.md, "The history, compacted").
+//!
+//! A run, `<root>/<entity>/_history/run=<first>_<last>/`, holds the union of its nights
+//! deduplicated by natural key, the later night's record winning, and a manifest naming each
+//! night with the stamp of its `dt=` folder (its modification time, which a rerun's swap
+//! changes). Follows keep the earliest known `followed_at` of a pair over the nights, as
+//! `friends` and `rank` take it from several crawls; users are written in night order, so a
+//! screen name that moved between users still resolves to the newest holder.
+//!
+//! Invariants:
+//! - a reader takes a run only when its nights are exactly the table's next committed nights,
+//!   each with its recorded stamp, all before the reader's own date; otherwise it reads those
+//!   nights. A late night, a rerun, a swap half done or a job run for an old date never takes
+//!   a run that differs from the nights it would read;
+//! - the newest committed night is never compacted: the jobs of that night read it as itself;
+//! - runs are written like partitions (staged, `_SUCCESS`, a journalled swap), and a run is
+//!   a fixed function of its nights, so a rebuild gives the same bytes.
+
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
+use arrow::compute::{concat_batches, take};
+use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::dataset::{follows, parquet_io, partition, schema, Entity};
+use crate::error::{Error, Result};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+
+/// The folder of an entity's runs, beside its `dt=` folders.
+pub const HISTORY_DIR: &str = "_history";
+/// Runs are merged in groups of this many equal runs: a night is rewritten about
+/// log2(nights) times, and a reader takes at most one run per power of two.
+const FANOUT: usize = 2;
+/// Hidden, like `_SUCCESS`, so a reader of the run folder takes only its Parquet parts.
+const MANIFEST: &str = "_manifest.json";
+/// Parquet bytes of input per run part: a part's rows are held in memory while merged.
+const BYTES_PER_PART: u64 = 64 << 20;
+
+/// A committed night as a run records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamped {
+    pub date: String,
+    /// The `dt=` folder's modification time, epoch ms.
+    pub stamp: i64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Manifest {
+    nights: Vec<Stamped>,
+    rows: u64,
+}
+
+/// A committed run: its folder, its nights and its part files.
+#[derive(Clone, Debug)]
+struct Run {
+    dir: Location,
+    nights: Vec<Stamped>,
+    files: Vec<FileEntry>,
+}
+
+/// One step of what a reader takes: a run (labelled with its last night) or a night.
+#[derive(Clone, Debug)]
+pub struct Taken {
+    pub date: String,
+    pub folder: Location,
+    pub files: Vec<FileEntry>,
+    /// The nights this stands for (one for a night).
+    pub nights: Vec<String>,
+}
+
+/// The `dt=` nights of `table`, oldest first, with their folders' stamps (committed or not).
+fn stamped_nights(fs: &FileSystems, table: &Location) -> Result<Vec<(Stamped, Location)>> {
+    if !fs.exists(table)? {
+        return Ok(Vec::new());
+    }
+    partition::finish_pending(fs, table)?;
+    let mut nights: Vec<(Stamped, Location)> = fs
+        .list(table, false)?
+        .into_iter()
+        .filter_map(|e| {
+            let date = e.location.file_name()?.strip_prefix("dt=")?.to_string();
+            chrono::NaiveDate::parse_from_str(&date, "%Y-%m-%d").ok()?;
+            Some((
+                Stamped {
+                    date,
+                    stamp: e.modified,
+                },
+                e.location,
+            ))
+        })
+        .collect();
+    nights.sort_by(|a, b| a.0.date.cmp(&b.0.date));
+    Ok(nights)
+}
+
+/// The committed runs of `table`, by first night, the longest first.
+fn runs(fs: &FileSystems, table: &Location) -> Result<Vec<Run>> {
+    let dir = table.join(HISTORY_DIR);
+    if !fs.exists(&dir)? {
+        return Ok(Vec::new());
+    }
+    partition::finish_pending(fs, &dir)?;
+    let mut runs = Vec::new();
+    for e in fs.list(&dir, false)? {
+        let is_run = e
+            .location
+            .file_name()
+            .is_some_and(|n| n.starts_with("run="));
+        if !is_run || !fs.exists(&e.location.join("_SUCCESS"))? {
+            continue;
+        }
+        let bytes = fs.read_to_vec(&e.location.join(MANIFEST))?;
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|err| Error::BadInput {
+            path: e.location.join(MANIFEST).to_string(),
+            line: 0,
+            reason: format!("not a history manifest: {err}"),
+        })?;
+        let files = partition::committed_parts(fs, &e.location)?;
+        runs.push(Run {
+            dir: e.location,
+            nights: manifest.nights,
+            files,
+        });
+    }
+    runs.sort_by(|a, b| {
+        (
+            a.nights.first().map(|n| &n.date),
+            std::cmp::Reverse(a.nights.len()),
+        )
+            .cmp(&(
+                b.nights.first().map(|n| &n.date),
+                std::cmp::Reverse(b.nights.len()),
+            ))
+    });
+    Ok(runs)
+}
+
+/// The longest run that stands for `nights[..k]` exactly, all of them before `before`.
+fn run_at<'a>(runs: &'a [Run], nights: &[(Stamped, Location)], before: &str) -> Option<&'a Run> {
+    runs.iter().find(|r| {
+        r.nights.len() <= nights.len()
+            && r.nights.last().is_some_and(|n| n.date.as_str() < before)
+            && r.nights.iter().zip(nights).all(|(a, (b, _))| a == b)
+    })
+}
+
+/// What a job dated `upto` reads of `table` (a table root of `dt=` nights), oldest first: the
+/// runs that stand for its nights before `upto`, and every other committed night up to
+/// `upto` as itself.
+pub fn take_history(fs: &FileSystems, table: &Location, upto: &str) -> Result<Vec<Taken>> {
+    let table = table.clone();
+    let nights: Vec<(Stamped, Location)> = stamped_nights(fs, &table)?
+        .into_iter()
+        .filter(|(n, _)| n.date.as_str() <= upto)
+        .collect();
+    let runs = runs(fs, &table)?;
+    let mut taken = Vec::new();
+    let mut i = 0;
+    while i < nights.len() {
+        if let Some(run) = run_at(&runs, &nights[i..], upto) {
+            let last = run.nights.last().expect("a run has nights");
+            taken.push(Taken {
+                date: last.date.clone(),
+                folder: run.dir.clone(),
+                files: run.files.clone(),
+                nights: run.nights.iter().map(|n| n.date.clone()).collect(),
+            });
+            i += run.nights.len();
+            continue;
+        }
+        let (night, dir) = &nights[i];
+        let files = partition::committed_parts(fs, dir)?;
+        if !files.is_empty() {
+            taken.push(Taken {
+                date: night.date.clone(),
+                folder: dir.clone(),
+                files,
+                nights: vec![night.date.clone()],
+            });
+        }
+        i += 1;
+    }
+    Ok(taken)
+}
+
+/// What [`compact`] did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Compacted {
+    /// Runs written, over every entity.
+    pub runs_written: u64,
+    /// Nights those runs stand for.
+    pub nights: u64,
+    /// Rows written into them.
+    pub rows: u64,
+    /// Superseded runs deleted.
+    pub runs_deleted: u64,
+}
+
+/// One item of the merge plan: an existing run, or a night read as itself.
+#[derive(Clone, Debug)]
+struct Item {
+    nights: Vec<Stamped>,
+    files: Vec<FileEntry>,
+    /// The run folder this is, if it is one.
+    run: Option<Location>,
+}
+
+/// Folds the committed nights of every entity under `root`, all but the newest, into runs:
+/// existing runs that still stand for their nights are kept, the nights after them are pushed
+/// one by one, and whenever the last [`FANOUT`] items stand for equally many nights they are
+/// merged into one run. Runs no longer taken are deleted.
+pub fn compact(fs: &FileSystems, root: &Location, data_page_version: u8) -> Result<Compacted> {
+    let mut done = Compacted::default();
+    for entity in Entity::ALL {
+        compact_entity(fs, root, entity, data_page_version, &mut done)?;
+    }
+    Ok(done)
+}
+
+fn compact_entity(
+    fs: &FileSystems,
+    root: &Location,
+    entity: Entity,
+    data_page_version: u8,
+    done: &mut Compacted,
+) -> Result<()> {
+    let table = root.join(entity.name());
+    let mut nights = stamped_nights(fs, &table)?;
+    // The newest night stays itself: tonight's jobs read it as the night.
+    let Some((newest, _)) = nights.pop() else {
+        return Ok(());
+    };
+    let runs = runs(fs, &table)?;
+    let mut stack: Vec<Item> = Vec::new();
+    let mut i = 0;
+    while i < nights.len() {
+        let item = match run_at(&runs, &nights[i..], &newest.date) {
+            Some(run) => Item {
+                nights: run.nights.clone(),
+                files: run.files.clone(),
+                run: Some(run.dir.clone()),
+            },
+            None => {
+                let (night, dir) = &nights[i];
+                let files = partition::committed_parts(fs, dir)?;
+                if files.is_empty() {
+                    // Not committed (a swap half done is finished by the listing): it
+                    // ends what can be folded.
+                    break;
+                }
+                Item {
+                    nights: vec![night.clone()],
+                    files,
+                    run: None,
+                }
+            }
+        };
+        i += item.nights.len();
+        stack.push(item);
+        while stack.len() >= FANOUT {
+            let tail = &stack[stack.len() - FANOUT..];
+            let n = tail[0].nights.len();
+            if tail.iter().any(|t| t.nights.len() != n) {
+                break;
+            }
+            let merged = stack.split_off(stack.len() - FANOUT);
+            let run = write_run(fs, &table, entity, &merged, data_page_version)?;
+            done.runs_written += 1;
+            done.nights += run.nights.len() as u64;
+            done.rows += run.rows;
+            stack.push(run.item);
+        }
+    }
+    // Every run folder not in the stack is superseded (merged into a longer one) or stale.
+    let kept: Vec<&Location> = stack.iter().filter_map(|s| s.run.as_ref()).collect();
+    let dir = table.join(HISTORY_DIR);
+    if fs.exists(&dir)? {
+        for e in fs.list(&dir, false)? {
+            let name = e.location.file_name().unwrap_or_default();
+            let stale_run = name.starts_with("run=") && !kept.contains(&&e.location);
+            let stale_tmp = name.starts_with("_tmp.") || name.starts_with("_old.");
+            if stale_run || stale_tmp {
+                fs.delete(&e.location)?;
+                done.runs_deleted += stale_run as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Written {
+    item: Item,
+    nights: Vec<Stamped>,
+    rows: u64,
+}
+
+/// Merges `items` (oldest first) into one committed run.
+fn write_run(
+    fs: &FileSystems,
+    table: &Location,
+    entity: Entity,
+    items: &[Item],
+    data_page_version: u8,
+) -> Result<Written> {
+    let nights: Vec<Stamped> = items.iter().flat_map(|i| i.nights.clone()).collect();
+    let (first, last) = (&nights[0].date, &nights[nights.len() - 1].date);
+    let name = format!("run={first}_{last}");
+    let staged = partition::Staged::new(&table.join(HISTORY_DIR), &name, &partition::run_tag());
+    let inputs: Vec<&[FileEntry]> = items.iter().map(|i| i.files.as_slice()).collect();
+    let result = (|| -> Result<u64> {
+        let bytes: u64 = inputs.iter().flat_map(|f| f.iter()).map(|f| f.len).sum();
+        // Users stay in one part, in night order, so the newest holder of a name is read last.
+        let parts = match entity {
+            Entity::Users => 1,
+            _ => bytes.div_ceil(BYTES_PER_PART).max(1) as usize,
+        };
+        let mut written = 0;
+        for p in 0..parts {
+            let batch = merge_part(fs, entity, &inputs, p, parts)?;
+            written += batch.num_rows() as u64;
+            let props = part_properties(entity, p, parts, data_page_version);
+            let location = staged.tmp.join(&format!("part-{p:05}.parquet"));
+            let mut writer = parquet_io::ParquetWriter::create_staged(
+                fs,
+                &location,
+                schema::schema(entity),
+                props,
+            )?;
+            writer.write(&batch)?;
+            writer.finish()?;
+        }
+        let manifest = Manifest {
+            nights: nights.clone(),
+            rows: written,
+        };
+        let json = serde_json::to_vec_pretty(&manifest).expect("a manifest serialises");
+        fs.write_atomic(&staged.tmp.join(MANIFEST), &json)?;
+        Ok(written)
+    })();
+    let rows = match result {
+        Ok(rows) => rows,
+        Err(e) => {
+            partition::abandon(fs, std::slice::from_ref(&staged));
+            return Err(e);
+        }
+    };
+    partition::commit(fs, std::slice::from_ref(&staged))?;
+    let files = partition::committed_parts(fs, &staged.target)?;
+    Ok(Written {
+        item: Item {
+            nights: nights.clone(),
+            files,
+            run: Some(staged.target.clone()),
+        },
+        nights,
+        rows,
+    })
+}
+
+/// An entity's Parquet layout, with follows' `p/N` footer (every run part says which part of
+/// the pair hash it is, as clean's do).
+fn part_properties(
+    entity: Entity,
+    p: usize,
+    parts: usize,
+    data_page_version: u8,
+) -> parquet::file::properties::WriterProperties {
+    let props = schema::parquet_properties(entity, data_page_version);
+    if entity != Entity::Follows {
+        return props;
+    }
+    props
+        .into_builder()
+        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+            follows::PAIR_PARTITION_KEY.to_string(),
+            follows::footer_value(p, parts),
+        )]))
+        .build()
+}
+
+/// The natural key of row `i`, as two ids (the second 0 for single-id keys).
+fn keys(entity: Entity, b: &RecordBatch) -> Result<(Int64Array, Option<Int64Array>)> {
+    let cols = schema::key_columns(entity);
+    let column = |name: &str| -> Result<Int64Array> {
+        b.column_by_name(name)
+            .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            .cloned()
+            .ok_or_else(|| Error::BadInput {
+                path: entity.name().into(),
+                line: 0,
+                reason: format!("no Int64 column {name}"),
+            })
+    };
+    let first = column(cols[0])?;
+    let second = cols.get(1).map(|c| column(c)).transpose()?;
+    Ok((first, second))
+}
+
+/// A natural key as two ids (the second 0 for single-id keys).
+type Key = (i64, i64);
+/// Where a row is: (input, batch, row).
+type At = (usize, usize, usize);
+
+/// The rows of `b` whose key falls in part `p` of `parts` (pair hash, as clean cuts parts).
+fn rows_of_part(entity: Entity, b: &RecordBatch, p: usize, parts: usize) -> Result<RecordBatch> {
+    if parts == 1 {
+        return Ok(b.clone());
+    }
+    let (first, second) = keys(entity, b)?;
+    let mask: arrow::array::BooleanArray = (0..b.num_rows())
+        .map(|r| {
+            let key = match &second {
+                Some(s) => follows::canonical_pair(first.value(r), s.value(r)),
+                None => (first.value(r), 0),
+            };
+            Some(follows::pair_part(key, parts) == p)
+        })
+        .collect();
+    arrow::compute::filter_record_batch(b, &mask).map_err(arrow_error)
+}
+
+/// Part `p` of `parts` of the merge of `inputs` (oldest first): the newest row of each key
+/// hashing to `p`, follows with their earliest known `followed_at`, in the run's order.
+fn merge_part(
+    fs: &FileSystems,
+    entity: Entity,
+    inputs: &[&[FileEntry]],
+    p: usize,
+    parts: usize,
+) -> Result<RecordBatch> {
+    // Every row of the part, oldest input first: (input, batch, row) by key.
+    let mut batches: Vec<RecordBatch> = Vec::new();
+    let mut newest: FxHashMap<Key, At> = FxHashMap::default();
+    let mut earliest: FxHashMap<(i64, i64), i64> = FxHashMap::default();
+    for (input, files) in inputs.iter().enumerate() {
+        for f in files.iter() {
+            parquet_io::read_parquet(fs, f, &mut |b| {
+                let b = &rows_of_part(entity, b, p, parts)?;
+                if b.num_rows() == 0 {
+                    return Ok(());
+                }
+                let (first, second) = keys(entity, b)?;
+                let followed = (entity == Entity::Follows)
+                    .then(|| b.column_by_name("followed_at"))
+                    .flatten()
+                    .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>().cloned());
+                let at = batches.len();
+                for r in 0..b.num_rows() {
+                    let key = (first.value(r), second.as_ref().map_or(0, |s| s.value(r)));
+                    newest.insert(key, (input, at, r));
+                    if let Some(t) = followed.as_ref().filter(|c| c.is_valid(r)) {
+                        let t = t.value(r);
+                        earliest
+                            .entry(key)
+                            .and_modify(|e| *e = (*e).min(t))
+                            .or_insert(t);
+                    }
+                }
+                batches.push(b.clone());
+                Ok(())
+            })?;
+        }
+    }
+    let mut winners: Vec<(Key, At)> = newest.into_iter().collect();
+    match entity {
+        Entity::Follows => winners.sort_unstable_by_key(|&((a, b), _)| follows::sort_key(a, b)),
+        // Night order, then key: the newest holder of a screen name is read last.
+        Entity::Users => winners.sort_unstable_by_key(|&(k, (input, _, _))| (input, k)),
+        _ => winners.sort_unstable_by_key(|&(k, _)| k),
+    }
+    let schema = schema::schema(entity);
+    if batches.is_empty() {
+        return Ok(RecordBatch::new_empty(schema));
+    }
+    // One batch of the part's rows, then one take in the run's order.
+    let offsets: Vec<usize> = batches
+        .iter()
+        .scan(0, |acc, b| {
+            let at = *acc;
+            *acc += b.num_rows();
+            Some(at)
+        })
+        .collect();
+    let all = concat_batches(&schema, batches.iter()).map_err(arrow_error)?;
+    drop(batches);
+    let indices: Vec<u64> = winners
+        .iter()
+        .map(|&(_, (_, b, r))| (offsets[b] + r) as u64)
+        .collect();
+    let indices = arrow::array::UInt64Array::from(indices);
+    let mut columns: Vec<ArrayRef> = all
+        .columns()
+        .iter()
+        .map(|c| take(c.as_ref(), &indices, None).map_err(arrow_error))
+        .collect::<Result<_>>()?;
+    if entity == Entity::Follows {
+        let at = schema.index_of("followed_at").map_err(arrow_error)?;
+        let times: TimestampMillisecondArray = winners
+            .iter()
+            .map(|(k, _)| earliest.get(k).copied())
+            .collect();
+        let tz = match schema.field(at).data_type() {
+            arrow::datatypes::DataType::Timestamp(_, tz) => tz.clone(),
+            _ => None,
+        };
+        columns[at] = std::sync::Arc::new(times.with_timezone_opt(tz));
+    }
+    RecordBatch::try_new(schema, columns).map_err(arrow_error)
+}
+
+fn arrow_error<E: std::fmt::Display>(e: E) -> Error {
+    Error::Io {
+        op: "merge a history run",
+        path: "arrow".into(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use arrow::array::{new_null_array, BooleanArray, StringArray};
+
+    use super::*;
+
+    const DATES: [&str; 6] = [
+        "2026-11-01",
+        "2026-11-02",
+        "2026-11-03",
+        "2026-11-04",
+        "2026-11-05",
+        "2026-11-06",
+    ];
+
+    /// A follow as a night holds it: (follower, followee, followed_at).
+    type Follow = (i64, i64, Option<i64>);
+    /// Pairs as a job folds them: the earliest known follow time, the newest crawl time.
+    type Folded = BTreeMap<(i64, i64), (Option<i64>, i64)>;
+
+    fn follows_batch(rows: &[Follow], crawl: i64) -> RecordBatch {
+        let schema = schema::schema(Entity::Follows);
+        let tz = Some(Arc::<str>::from("UTC"));
+        let ids =
+            |f: fn(&Follow) -> i64| Arc::new(Int64Array::from_iter_values(rows.iter().map(f)));
+        let at: TimestampMillisecondArray = rows.iter().map(|r| r.2).collect();
+        let crawl = TimestampMillisecondArray::from(vec![crawl; rows.len()]);
+        RecordBatch::try_new(
+            schema,
+            vec![
+                ids(|r| r.0),
+                ids(|r| r.1),
+                Arc::new(at.with_timezone_opt(tz.clone())),
+                Arc::new(crawl.with_timezone_opt(tz)),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn users_batch(rows: &[(i64, &str)]) -> RecordBatch {
+        let schema = schema::schema(Entity::Users);
+        let n = rows.len();
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|f| -> ArrayRef {
+                match f.name().as_str() {
+                    "uid" => Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                    "screen_name" => {
+                        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1)))
+                    }
+                    "counts_capped" => Arc::new(BooleanArray::from(vec![false; n])),
+                    "crawl_time" => {
+                        Arc::new(TimestampMillisecondArray::from(vec![0; n]).with_timezone("UTC"))
+                    }
+                    _ => new_null_array(f.data_type(), n),
+                }
+            })
+            .collect();
+        RecordBatch::try_new(schema, columns).unwrap()
+    }
+
+    /// Commits `batch` as `<root>/<entity>/dt=<date>/`, as clean commits a night.
+    fn commit_night(
+        fs: &FileSystems,
+        root: &Location,
+        entity: Entity,
+        date: &str,
+        batch: &RecordBatch,
+    ) {
+        // A rerun's folder must carry a later stamp than the one it replaces.
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let staged = partition::Staged::new(
+            &root.join(entity.name()),
+            &format!("dt={date}"),
+            &partition::run_tag(),
+        );
+        staged.write_part(fs, 0, batch, 1).unwrap();
+        partition::commit(fs, &[staged]).unwrap();
+    }
+
+    fn read_rows(fs: &FileSystems, files: &[FileEntry]) -> Vec<RecordBatch> {
+        let mut out = Vec::new();
+        for f in files {
+            parquet_io::read_parquet(fs, f, &mut |b| {
+                out.push(b.clone());
+                Ok(())
+            })
+            .unwrap();
+        }
+        out
+    }
+
+    /// What a job reads, folded as the jobs fold nights: the later step wins a pair, the
+    /// earliest known follow time is kept.
+    fn fold(steps: &[Vec<RecordBatch>]) -> Folded {
+        let mut out = Folded::new();
+        for batches in steps {
+            for b in batches {
+                let a = b.column(0).as_primitive::<Int64Type>();
+                let e = b.column(1).as_primitive::<Int64Type>();
+                let at = b.column(2).as_primitive::<TimestampMillisecondType>();
+                let crawl = b.column(3).as_primitive::<TimestampMillisecondType>();
+                for r in 0..b.num_rows() {
+                    let t = at.is_valid(r).then(|| at.value(r));
+                    let slot = out.entry((a.value(r), e.value(r))).or_insert((t, 0));
+                    slot.0 = match (slot.0, t) {
+                        (Some(x), Some(y)) => Some(x.min(y)),
+                        (x, y) => x.or(y),
+                    };
+                    slot.1 = crawl.value(r);
+                }
+            }
+        }
+        out
+    }
+
+    /// The history up to `upto` as a job takes it, folded; and how many steps it took.
+    fn as_taken(fs: &FileSystems, root: &Location, upto: &str) -> (Folded, Vec<usize>) {
+        let taken = take_history(fs, &root.join("follows"), upto).unwrap();
+        let steps: Vec<Vec<RecordBatch>> = taken.iter().map(|t| read_rows(fs, &t.files)).collect();
+        (fold(&steps), taken.iter().map(|t| t.nights.len()).collect())
+    }
+
+    /// The same history from the nights alone: the reference.
+    fn from_nights(nights: &BTreeMap<&str, Vec<Follow>>, upto: &str) -> Folded {
+        let steps: Vec<Vec<RecordBatch>> = nights
+            .iter()
+            .filter(|(d, _)| **d <= upto)
+            .map(|(d, rows)| vec![follows_batch(rows, crawl_of(d))])
+            .collect();
+        fold(&steps)
+    }
+
+    fn crawl_of(date: &str) -> i64 {
+        date[8..].parse::<i64>().unwrap()
+    }
+
+    /// Nights that re-crawl pairs, with follow times that move, vanish and appear.
+    fn generated(seed: u64, dates: &[&'static str]) -> BTreeMap<&'static str, Vec<Follow>> {
+        let mut state = seed;
+        let mut next = move || {
+            state = crate::hash::splitmix64(state);
+            state
+        };
+        dates
+            .iter()
+            .map(|d| {
+                let mut rows: BTreeMap<(i64, i64), Option<i64>> = BTreeMap::new();
+                for _ in 0..40 {
+                    let (a, b) = ((next() % 12) as i64, (next() % 12) as i64);
+                    let at = (next() % 3 != 0).then(|| (next() % 1000) as i64);
+                    rows.insert((a, b), at);
+                }
+                (*d, rows.into_iter().map(|((a, b), t)| (a, b, t)).collect())
+            })
+            .collect()
+    }
+
+    fn setup(nights: &BTreeMap<&str, Vec<Follow>>) -> (tempfile::TempDir, FileSystems, Location) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        let root = fs.parse(dir.path().to_str().unwrap()).unwrap();
+        for (d, rows) in nights {
+            commit_night(
+                &fs,
+                &root,
+                Entity::Follows,
+                d,
+                &follows_batch(rows, crawl_of(d)),
+            );
+        }
+        (dir, fs, root)
+    }
+
+    #[test]
+    fn runs_are_read_as_the_nights_they_stand_for() {
+        for seed in 1..4 {
+            let nights = generated(seed, &DATES[..5]);
+            let (_dir, fs, root) = setup(&nights);
+            let done = compact(&fs, &root, 1).unwrap();
+            // Nights 1-4 (not the newest): two runs of two, merged into one of four.
+            assert_eq!(done.runs_written, 3, "{done:?}");
+            assert_eq!(done.runs_deleted, 2, "{done:?}");
+            let (got, steps) = as_taken(&fs, &root, DATES[4]);
+            assert_eq!(steps, vec![4, 1]);
+            assert_eq!(got, from_nights(&nights, DATES[4]), "seed {seed}");
+            // A job of an older date reads its own nights.
+            let (got, steps) = as_taken(&fs, &root, DATES[2]);
+            assert_eq!(steps, vec![1, 1, 1]);
+            assert_eq!(got, from_nights(&nights, DATES[2]));
+            // Compacting again changes nothing.
+            let again = compact(&fs, &root, 1).unwrap();
+            assert_eq!(again.runs_written + again.runs_deleted, 0, "{again:?}");
+        }
+    }
+
+    #[test]
+    fn a_rerun_or_a_late_night_is_read_from_its_nights_until_folded_again() {
+        let mut nights = generated(7, &[DATES[0], DATES[1], DATES[3], DATES[4], DATES[5]]);
+        let (_dir, fs, root) = setup(&nights);
+        compact(&fs, &root, 1).unwrap();
+        assert_eq!(as_taken(&fs, &root, DATES[5]).1, vec![4, 1]);
+
+        // A rerun of a folded night with other records.
+        let rerun = generated(99, &[DATES[1]]).remove(DATES[1]).unwrap();
+        commit_night(
+            &fs,
+            &root,
+            Entity::Follows,
+            DATES[1],
+            &follows_batch(&rerun, 2),
+        );
+        nights.insert(DATES[1], rerun);
+        let (got, steps) = as_taken(&fs, &root, DATES[5]);
+        assert_eq!(
+            steps,
+            vec![1, 1, 1, 1, 1],
+            "the run no longer stands for night 2"
+        );
+        assert_eq!(got, from_nights(&nights, DATES[5]));
+        compact(&fs, &root, 1).unwrap();
+        let (got, steps) = as_taken(&fs, &root, DATES[5]);
+        assert_eq!(steps, vec![4, 1]);
+        assert_eq!(got, from_nights(&nights, DATES[5]));
+
+        // A late night between two folded ones.
+        let late = generated(5, &[DATES[2]]).remove(DATES[2]).unwrap();
+        commit_night(
+            &fs,
+            &root,
+            Entity::Follows,
+            DATES[2],
+            &follows_batch(&late, 3),
+        );
+        nights.insert(DATES[2], late);
+        let (got, steps) = as_taken(&fs, &root, DATES[5]);
+        assert_eq!(steps.iter().sum::<usize>(), 6);
+        assert_eq!(got, from_nights(&nights, DATES[5]));
+        compact(&fs, &root, 1).unwrap();
+        let (got, steps) = as_taken(&fs, &root, DATES[5]);
+        assert_eq!(steps, vec![4, 1, 1]);
+        assert_eq!(got, from_nights(&nights, DATES[5]));
+    }
+
+    #[test]
+    fn a_rebuilt_history_has_the_same_bytes() {
+        let nights = generated(3, &DATES);
+        let (dir, fs, root) = setup(&nights);
+        let history = dir.path().join("follows").join(HISTORY_DIR);
+        let bytes = |h: &std::path::Path| -> BTreeMap<String, Vec<u8>> {
+            let mut out = BTreeMap::new();
+            for run in std::fs::read_dir(h).unwrap() {
+                let run = run.unwrap().path();
+                for f in std::fs::read_dir(&run).unwrap() {
+                    let f = f.unwrap().path();
+                    let name = format!(
+                        "{}/{}",
+                        run.file_name().unwrap().to_string_lossy(),
+                        f.file_name().unwrap().to_string_lossy()
+                    );
+                    out.insert(name, std::fs::read(&f).unwrap());
+                }
+            }
+            out
+        };
+        compact(&fs, &root, 1).unwrap();
+        let first = bytes(&history);
+        assert!(
+            first.keys().any(|k| k.ends_with(".parquet")),
+            "{:?}",
+            first.keys()
+        );
+        std::fs::remove_dir_all(&history).unwrap();
+        compact(&fs, &root, 1).unwrap();
+        assert_eq!(bytes(&history), first);
+    }
+
+    #[test]
+    fn users_are_in_night_order_so_a_moved_name_resolves_to_its_newest_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        let root = fs.parse(dir.path().to_str().unwrap()).unwrap();
+        // "x" is 9's on night 1 and 2's on night 2 (a higher uid first, a lower one later).
+        commit_night(
+            &fs,
+            &root,
+            Entity::Users,
+            DATES[0],
+            &users_batch(&[(9, "x"), (5, "a")]),
+        );
+        commit_night(
+            &fs,
+            &root,
+            Entity::Users,
+            DATES[1],
+            &users_batch(&[(2, "x")]),
+        );
+        commit_night(
+            &fs,
+            &root,
+            Entity::Users,
+            DATES[2],
+            &users_batch(&[(7, "b")]),
+        );
+        compact(&fs, &root, 1).unwrap();
+        let taken = take_history(&fs, &root.join("users"), DATES[2]).unwrap();
+        assert_eq!(
+            taken.iter().map(|t| t.nights.len()).collect::<Vec<_>>(),
+            vec![2, 1]
+        );
+        let mut holder = BTreeMap::new();
+        for b in read_rows(&fs, &taken[0].files) {
+            let uid = b
+                .column_by_name("uid")
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .clone();
+            let name = b
+                .column_by_name("screen_name")
+                .unwrap()
+                .as_string::<i32>()
+                .clone();
+            for r in 0..b.num_rows() {
+                holder.insert(name.value(r).to_string(), uid.value(r));
+            }
+        }
+        assert_eq!(holder["x"], 2);
+        assert_eq!(holder["a"], 5);
+    }
+}
