@@ -13,6 +13,7 @@ fn help_matches_golden() {
         (vec!["friends", "--help"], "help-friends.txt"),
         (vec!["fs", "--help"], "help-fs.txt"),
         (vec!["gen", "--help"], "help-gen.txt"),
+        (vec!["history", "--help"], "help-history.txt"),
         (vec!["inbox", "--help"], "help-inbox.txt"),
         (vec!["load", "--help"], "help-load.txt"),
         (vec!["query", "--help"], "help-query.txt"),

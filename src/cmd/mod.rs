@@ -8,6 +8,7 @@ pub mod demo;
 pub mod friends;
 pub mod fs;
 pub mod gen;
+pub mod history;
 pub mod inbox;
 pub mod load;
 pub mod query;
@@ -120,6 +121,7 @@ pub enum Command {
     Friends(friends::Args),
     Fs(fs::Args),
     Gen(gen::Args),
+    History(history::Args),
     Inbox(inbox::Args),
     Load(load::Args),
     Query(query::Args),
@@ -307,6 +309,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Friends(args) => friends::run(&ctx, args),
         Command::Fs(args) => fs::run(&ctx, args),
         Command::Gen(args) => gen::run(&ctx, args),
+        Command::History(args) => history::run(&ctx, args),
         Command::Inbox(args) => inbox::run(&ctx, args),
         Command::Load(args) => load::run(&ctx, args),
         Command::Query(args) => query::run(&ctx, args),

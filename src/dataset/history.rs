@@ -51,6 +51,9 @@ pub struct Stamped {
 struct Manifest {
     nights: Vec<Stamped>,
     rows: u64,
+    /// The Parquet bytes of its nights: what sets the number of parts, so a run merged from
+    /// runs and one merged from the same nights directly are cut alike.
+    bytes: u64,
 }
 
 /// A committed run: its folder, its nights and its part files.
@@ -58,6 +61,7 @@ struct Manifest {
 struct Run {
     dir: Location,
     nights: Vec<Stamped>,
+    bytes: u64,
     files: Vec<FileEntry>,
 }
 
@@ -122,6 +126,7 @@ fn runs(fs: &FileSystems, table: &Location) -> Result<Vec<Run>> {
         runs.push(Run {
             dir: e.location,
             nights: manifest.nights,
+            bytes: manifest.bytes,
             files,
         });
     }
@@ -203,6 +208,8 @@ pub struct Compacted {
 #[derive(Clone, Debug)]
 struct Item {
     nights: Vec<Stamped>,
+    /// The Parquet bytes of the nights it stands for.
+    bytes: u64,
     files: Vec<FileEntry>,
     /// The run folder this is, if it is one.
     run: Option<Location>,
@@ -240,23 +247,16 @@ fn compact_entity(
         let item = match run_at(&runs, &nights[i..], &newest.date) {
             Some(run) => Item {
                 nights: run.nights.clone(),
+                bytes: run.bytes,
                 files: run.files.clone(),
                 run: Some(run.dir.clone()),
             },
-            None => {
-                let (night, dir) = &nights[i];
-                let files = partition::committed_parts(fs, dir)?;
-                if files.is_empty() {
-                    // Not committed (a swap half done is finished by the listing): it
-                    // ends what can be folded.
-                    break;
-                }
-                Item {
-                    nights: vec![night.clone()],
-                    files,
-                    run: None,
-                }
-            }
+            None => match night_item(fs, &nights[i])? {
+                Some(item) => item,
+                // Not committed (a swap half done is finished by the listing): it ends what
+                // can be folded.
+                None => break,
+            },
         };
         i += item.nights.len();
         stack.push(item);
@@ -291,10 +291,65 @@ fn compact_entity(
     Ok(())
 }
 
+/// A committed night as an item of the plan; `None` when it is not committed.
+fn night_item(fs: &FileSystems, (night, dir): &(Stamped, Location)) -> Result<Option<Item>> {
+    let files = partition::committed_parts(fs, dir)?;
+    Ok((!files.is_empty()).then(|| Item {
+        nights: vec![night.clone()],
+        bytes: files.iter().map(|f| f.len).sum(),
+        files,
+        run: None,
+    }))
+}
+
 struct Written {
     item: Item,
     nights: Vec<Stamped>,
     rows: u64,
+}
+
+/// The name of the run standing for `nights`.
+fn run_name(nights: &[Stamped]) -> String {
+    let (first, last) = (&nights[0].date, &nights[nights.len() - 1].date);
+    format!("run={first}_{last}")
+}
+
+/// Merges `items` (oldest first) into the parts and manifest of a run, written into `dir`;
+/// returns its rows.
+fn build_run(
+    fs: &FileSystems,
+    dir: &Location,
+    entity: Entity,
+    items: &[Item],
+    data_page_version: u8,
+) -> Result<u64> {
+    let nights: Vec<Stamped> = items.iter().flat_map(|i| i.nights.clone()).collect();
+    let bytes: u64 = items.iter().map(|i| i.bytes).sum();
+    let inputs: Vec<&[FileEntry]> = items.iter().map(|i| i.files.as_slice()).collect();
+    // Users stay in one part, in night order, so the newest holder of a name is read last.
+    let parts = match entity {
+        Entity::Users => 1,
+        _ => bytes.div_ceil(BYTES_PER_PART).max(1) as usize,
+    };
+    let mut rows = 0;
+    for p in 0..parts {
+        let batch = merge_part(fs, entity, &inputs, p, parts)?;
+        rows += batch.num_rows() as u64;
+        let props = part_properties(entity, p, parts, data_page_version);
+        let location = dir.join(&format!("part-{p:05}.parquet"));
+        let mut writer =
+            parquet_io::ParquetWriter::create_staged(fs, &location, schema::schema(entity), props)?;
+        writer.write(&batch)?;
+        writer.finish()?;
+    }
+    let manifest = Manifest {
+        nights,
+        rows,
+        bytes,
+    };
+    let json = serde_json::to_vec_pretty(&manifest).expect("a manifest serialises");
+    fs.write_atomic(&dir.join(MANIFEST), &json)?;
+    Ok(rows)
 }
 
 /// Merges `items` (oldest first) into one committed run.
@@ -306,40 +361,12 @@ fn write_run(
     data_page_version: u8,
 ) -> Result<Written> {
     let nights: Vec<Stamped> = items.iter().flat_map(|i| i.nights.clone()).collect();
-    let (first, last) = (&nights[0].date, &nights[nights.len() - 1].date);
-    let name = format!("run={first}_{last}");
-    let staged = partition::Staged::new(&table.join(HISTORY_DIR), &name, &partition::run_tag());
-    let inputs: Vec<&[FileEntry]> = items.iter().map(|i| i.files.as_slice()).collect();
-    let result = (|| -> Result<u64> {
-        let bytes: u64 = inputs.iter().flat_map(|f| f.iter()).map(|f| f.len).sum();
-        // Users stay in one part, in night order, so the newest holder of a name is read last.
-        let parts = match entity {
-            Entity::Users => 1,
-            _ => bytes.div_ceil(BYTES_PER_PART).max(1) as usize,
-        };
-        let mut written = 0;
-        for p in 0..parts {
-            let batch = merge_part(fs, entity, &inputs, p, parts)?;
-            written += batch.num_rows() as u64;
-            let props = part_properties(entity, p, parts, data_page_version);
-            let location = staged.tmp.join(&format!("part-{p:05}.parquet"));
-            let mut writer = parquet_io::ParquetWriter::create_staged(
-                fs,
-                &location,
-                schema::schema(entity),
-                props,
-            )?;
-            writer.write(&batch)?;
-            writer.finish()?;
-        }
-        let manifest = Manifest {
-            nights: nights.clone(),
-            rows: written,
-        };
-        let json = serde_json::to_vec_pretty(&manifest).expect("a manifest serialises");
-        fs.write_atomic(&staged.tmp.join(MANIFEST), &json)?;
-        Ok(written)
-    })();
+    let staged = partition::Staged::new(
+        &table.join(HISTORY_DIR),
+        &run_name(&nights),
+        &partition::run_tag(),
+    );
+    let result = build_run(fs, &staged.tmp, entity, items, data_page_version);
     let rows = match result {
         Ok(rows) => rows,
         Err(e) => {
@@ -352,12 +379,110 @@ fn write_run(
     Ok(Written {
         item: Item {
             nights: nights.clone(),
+            bytes: items.iter().map(|i| i.bytes).sum(),
             files,
             run: Some(staged.target.clone()),
         },
         nights,
         rows,
     })
+}
+
+/// What [`check`] found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Checked {
+    /// Runs rebuilt from their nights and compared.
+    pub runs: u64,
+    /// Runs whose files equal their rebuild, byte for byte.
+    pub same: u64,
+    /// Runs that differ from their rebuild: the reason, by run.
+    pub differ: Vec<(String, String)>,
+    /// Runs whose nights changed since they were written (a rerun, a late night): no job
+    /// reads them, and the next fold replaces them.
+    pub stale: Vec<String>,
+}
+
+/// Rebuilds every run of every entity under `root` from the nights it stands for, into a
+/// scratch folder beside it, and compares the two byte for byte.
+pub fn check(fs: &FileSystems, root: &Location, data_page_version: u8) -> Result<Checked> {
+    let mut checked = Checked::default();
+    for entity in Entity::ALL {
+        let table = root.join(entity.name());
+        let nights = stamped_nights(fs, &table)?;
+        for run in runs(fs, &table)? {
+            let mut items = Vec::new();
+            for n in &run.nights {
+                let found = nights.iter().find(|(m, _)| m == n);
+                match found
+                    .map(|night| night_item(fs, night))
+                    .transpose()?
+                    .flatten()
+                {
+                    Some(item) => items.push(item),
+                    None => break,
+                }
+            }
+            if items.len() != run.nights.len() {
+                checked.stale.push(run.dir.to_string());
+                continue;
+            }
+            checked.runs += 1;
+            let scratch = partition::Staged::new(
+                &table.join(HISTORY_DIR),
+                &format!("check.{}", run_name(&run.nights)),
+                &partition::run_tag(),
+            );
+            let compared = build_run(fs, &scratch.tmp, entity, &items, data_page_version)
+                .and_then(|_| differences(fs, &run.dir, &scratch.tmp));
+            let _ = fs.delete(&scratch.tmp);
+            match compared? {
+                None => checked.same += 1,
+                Some(why) => checked.differ.push((run.dir.to_string(), why)),
+            }
+        }
+    }
+    Ok(checked)
+}
+
+/// How the files of `run` differ from those of `rebuilt`, if they do (`_SUCCESS` aside).
+fn differences(fs: &FileSystems, run: &Location, rebuilt: &Location) -> Result<Option<String>> {
+    let files = |dir: &Location| -> Result<Vec<(String, Location)>> {
+        let mut files: Vec<(String, Location)> = fs
+            .list(dir, false)?
+            .into_iter()
+            .filter_map(|e| Some((e.location.file_name()?, e.location)))
+            .filter(|(name, _)| name != "_SUCCESS")
+            .collect();
+        files.sort();
+        Ok(files)
+    };
+    let (ours, theirs) = (files(run)?, files(rebuilt)?);
+    let names = |f: &[(String, Location)]| f.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    if names(&ours) != names(&theirs) {
+        return Ok(Some(format!(
+            "files {:?}, rebuilt {:?}",
+            names(&ours),
+            names(&theirs)
+        )));
+    }
+    for ((name, a), (_, b)) in ours.iter().zip(&theirs) {
+        if fs.read_to_vec(a)? != fs.read_to_vec(b)? {
+            return Ok(Some(format!("{name} differs from its rebuild")));
+        }
+    }
+    Ok(None)
+}
+
+/// Deletes every run under `root` and folds the nights again: the repair of a history that
+/// is lost or suspect. Until it is done the jobs read the nights, which is always right.
+pub fn rebuild(fs: &FileSystems, root: &Location, data_page_version: u8) -> Result<Compacted> {
+    for entity in Entity::ALL {
+        let dir = root.join(entity.name()).join(HISTORY_DIR);
+        if fs.exists(&dir)? {
+            fs.delete(&dir)?;
+        }
+    }
+    compact(fs, root, data_page_version)
 }
 
 /// An entity's Parquet layout, with follows' `p/N` footer (every run part says which part of
@@ -467,8 +592,9 @@ fn merge_part(
     let mut winners: Vec<(Key, At)> = newest.into_iter().collect();
     match entity {
         Entity::Follows => winners.sort_unstable_by_key(|&((a, b), _)| follows::sort_key(a, b)),
-        // Night order, then key: the newest holder of a screen name is read last.
-        Entity::Users => winners.sort_unstable_by_key(|&(k, (input, _, _))| (input, k)),
+        // In the order they were read: night by night, each night (or run) in its own order,
+        // so the newest holder of a screen name is read last, however the run was merged.
+        Entity::Users => winners.sort_unstable_by_key(|&(_, at)| at),
         _ => winners.sort_unstable_by_key(|&(k, _)| k),
     }
     let schema = schema::schema(entity);
@@ -801,38 +927,77 @@ mod tests {
     }
 
     #[test]
+    fn check_finds_a_run_that_differs_from_its_nights_and_rebuild_mends_it() {
+        let nights = generated(11, &DATES);
+        let (dir, fs, root) = setup(&nights);
+        compact(&fs, &root, 1).unwrap();
+        let checked = check(&fs, &root, 1).unwrap();
+        assert_eq!((checked.runs, checked.same), (1, 1), "{checked:?}");
+        assert!(checked.differ.is_empty() && checked.stale.is_empty());
+
+        // A run part with other rows, as a bug or a disk could leave it.
+        let run = dir
+            .path()
+            .join("follows")
+            .join(HISTORY_DIR)
+            .join(format!("run={}_{}", DATES[0], DATES[3]));
+        let wrong = generated(12, &[DATES[0]]).remove(DATES[0]).unwrap();
+        let fs_run = fs.parse(run.to_str().unwrap()).unwrap();
+        let part = fs_run.join("part-00000.parquet");
+        std::fs::remove_file(run.join("part-00000.parquet")).unwrap();
+        let batch = follows_batch(&wrong, 1);
+        let props = schema::parquet_properties(Entity::Follows, 1);
+        parquet_io::write_parquet(&fs, &part, batch.schema(), props, Some(&batch)).unwrap();
+        let checked = check(&fs, &root, 1).unwrap();
+        assert_eq!(checked.differ.len(), 1, "{checked:?}");
+        assert!(
+            checked.differ[0].1.contains("part-00000.parquet"),
+            "{checked:?}"
+        );
+
+        // A rerun of one of its nights makes it stale, not wrong.
+        let rerun = generated(13, &[DATES[1]]).remove(DATES[1]).unwrap();
+        commit_night(
+            &fs,
+            &root,
+            Entity::Follows,
+            DATES[1],
+            &follows_batch(&rerun, 2),
+        );
+        let checked = check(&fs, &root, 1).unwrap();
+        assert_eq!((checked.runs, checked.stale.len()), (0, 1), "{checked:?}");
+
+        rebuild(&fs, &root, 1).unwrap();
+        let checked = check(&fs, &root, 1).unwrap();
+        assert_eq!((checked.runs, checked.same), (1, 1), "{checked:?}");
+    }
+
+    #[test]
     fn users_are_in_night_order_so_a_moved_name_resolves_to_its_newest_holder() {
         let dir = tempfile::tempdir().unwrap();
         let fs = FileSystems::new("file:///");
         let root = fs.parse(dir.path().to_str().unwrap()).unwrap();
-        // "x" is 9's on night 1 and 2's on night 2 (a higher uid first, a lower one later).
-        commit_night(
-            &fs,
-            &root,
-            Entity::Users,
-            DATES[0],
-            &users_batch(&[(9, "x"), (5, "a")]),
-        );
-        commit_night(
-            &fs,
-            &root,
-            Entity::Users,
-            DATES[1],
-            &users_batch(&[(2, "x")]),
-        );
-        commit_night(
-            &fs,
-            &root,
-            Entity::Users,
-            DATES[2],
-            &users_batch(&[(7, "b")]),
-        );
+        // "x" is 9's on night 1 and 2's on night 2 (a higher uid first, a lower one later),
+        // and the run of nights 1-4 is merged from the runs 1-2 and 3-4.
+        let nights: [&[(i64, &str)]; 5] = [
+            &[(9, "x"), (5, "a")],
+            &[(2, "x")],
+            &[(7, "b")],
+            &[(8, "c")],
+            &[(1, "d")],
+        ];
+        for (date, users) in DATES.iter().zip(nights) {
+            commit_night(&fs, &root, Entity::Users, date, &users_batch(users));
+        }
         compact(&fs, &root, 1).unwrap();
-        let taken = take_history(&fs, &root.join("users"), DATES[2]).unwrap();
+        let taken = take_history(&fs, &root.join("users"), DATES[4]).unwrap();
         assert_eq!(
             taken.iter().map(|t| t.nights.len()).collect::<Vec<_>>(),
-            vec![2, 1]
+            vec![4, 1]
         );
+        // The same bytes as one merge of the four nights.
+        let checked = check(&fs, &root, 1).unwrap();
+        assert_eq!((checked.runs, checked.same), (1, 1), "{checked:?}");
         let mut holder = BTreeMap::new();
         for b in read_rows(&fs, &taken[0].files) {
             let uid = b

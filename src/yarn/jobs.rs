@@ -224,6 +224,14 @@ fn run_clean(s: &Submission<'_>, spec: TaskSpec, output: &Location) -> Result<Ou
     let staged = stage_clean_output(fs, &whole, &map_out, &reduce_out, output)?;
     commit::commit_all(fs, &staged).context("committing the YARN job's output")?;
     whole.committed = true;
+    // The older nights fold into the history here, on the submitting machine, as a clean on
+    // one machine folds them (docs/nightly.md, "The history, compacted").
+    let page_version = value("--data-page-version")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(crate::dataset::parquet_io::DATA_PAGE_VERSION);
+    let history = crate::dataset::history::compact(fs, output, page_version)
+        .context("folding the older nights into the history")?;
+    whole.history = Some(history);
     let mut report = serde_json::to_value(&whole).map_err(|e| Error::Yarn(e.to_string()))?;
     // The files each map read, in input order.
     let mut files: Vec<Value> = maps
