@@ -98,7 +98,7 @@ fn files_under(url: &str) -> Vec<String> {
 }
 
 /// The rows of every Parquet file of a partition on HDFS, slices included, sorted.
-fn all_rows_of(dir: &Path, url: &str) -> Vec<String> {
+pub fn all_rows_of(dir: &Path, url: &str) -> Vec<String> {
     let local = dir.join(format!("get-{}", weibo_etl::hash::text(url.as_bytes())));
     ok(run(bin().args(["-q", "fs", "get", url]).arg(&local)));
     let mut folders = vec![local.clone()];
