@@ -151,7 +151,7 @@ mod house {
         let entries: &[(&str, &[&str])] = &[
             ("raw", &["Format"]),
             ("clean", &["job", "shuffle"]),
-            ("load", &["run", "LoadOptions", "LoadReport"]),
+            ("load", &["run", "check_state", "LoadOptions", "LoadReport"]),
             ("graph", &["friends", "rank", "inbox", "cascades"]),
             ("verify", &[]),
             ("query", &[]),

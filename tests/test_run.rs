@@ -839,6 +839,7 @@ mod on_the_cluster {
         // The order the nights arrive in: night 5 comes late, after night 6.
         let order = [1, 2, 3, 4, 6, 5, 7, 8, 9, 10].map(|d| nights[d - 1].as_str());
         let mut done: Vec<&str> = Vec::new();
+        let mut last = None;
         for night in order {
             if night == nights[6] {
                 // Killed in its load, then resumed by the next run (breaking the stale lock).
@@ -878,8 +879,144 @@ mod on_the_cluster {
                     "night 2 forced again",
                 );
             }
+            last = Some(now);
         }
+        repair_gives_the_same_state_and_tables(
+            &fs,
+            tmp.path(),
+            (&root, &raw, &ns),
+            (&last.expect("ten nights ran"), &nights[9]),
+        );
         drop(replay);
         fs.delete(&fs.parse(&base).unwrap()).unwrap();
+    }
+
+    /// Every file of the state a nightly namespace carries forward, by path under `root`,
+    /// with its bytes: the compacted history, the newest counter snapshot, the graph load
+    /// markers (docs/nightly.md, "Repair").
+    fn state_files(fs: &FileSystems, root: &str, ns: &str) -> BTreeMap<String, Vec<u8>> {
+        let state = format!("{root}/clean/_load/state/{ns}");
+        let newest = fs
+            .list(&fs.parse(&state).unwrap(), false)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| e.location.file_name())
+            .filter(|name| name.starts_with("dt="))
+            .max()
+            .expect("a committed counter snapshot");
+        let places = ["users", "posts", "follows", "comments", "reposts"]
+            .map(|entity| format!("{root}/clean/{entity}/_history"))
+            .into_iter()
+            .chain([format!("{state}/{newest}"), format!("{root}/graph/_load")]);
+        let prefix = fs.parse(root).unwrap().to_string();
+        let mut files = BTreeMap::new();
+        for place in places {
+            let at = fs.parse(&place).unwrap();
+            for e in fs.list(&at, true).unwrap() {
+                if !e.is_dir {
+                    let path = e.location.to_string();
+                    let short = path.strip_prefix(&prefix).unwrap().to_string();
+                    files.insert(short, fs.read_to_vec(&e.location).unwrap());
+                }
+            }
+        }
+        files
+    }
+
+    /// The state deleted and rebuilt as docs/nightly.md's "Repair" says (`history rebuild`,
+    /// then the newest night from `load` on): the same bytes, and the same tables and
+    /// outputs as the recomputation `reference` of `date`.
+    fn repair_gives_the_same_state_and_tables(
+        fs: &FileSystems,
+        tmp: &Path,
+        (root, raw, ns): (&str, &str, &str),
+        (reference, date): (&Reference, &str),
+    ) {
+        let before = state_files(fs, root, ns);
+        assert!(
+            before.keys().any(|f| f.contains("/_history/run=")),
+            "{before:?}"
+        );
+        assert!(before.keys().any(|f| f.ends_with("/state.json")));
+        assert!(before.keys().any(|f| f.starts_with("/graph/_load/")));
+        let clean = format!("{root}/clean");
+        let check = || {
+            let mut cmd = bin();
+            cmd.args(["-q", "--hdfs", cluster::HDFS, "history", "check", "--input"]);
+            run(cmd.arg(&clean))
+        };
+        let line = format!("counter snapshot of {ns} as of {date}: ");
+        let same = |out: &Output| {
+            let text = stdout(out);
+            let found = text.lines().find(|l| l.starts_with(&line));
+            let found = found.unwrap_or_else(|| panic!("no {line:?} in {text}"));
+            found.ends_with("; 0 users and 0 posts differ")
+        };
+        assert!(same(&ok(check())));
+        // A snapshot that holds an older night's user counters is found out.
+        let snapshots = format!("{clean}/_load/state/{ns}");
+        let mut dated: Vec<String> = fs
+            .list(&fs.parse(&snapshots).unwrap(), false)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| e.location.file_name())
+            .filter(|name| name.starts_with("dt="))
+            .collect();
+        dated.sort();
+        let (older, newest) = (&dated[dated.len() - 2], &dated[dated.len() - 1]);
+        let users_of = |dir: &str| -> Vec<_> {
+            let at = fs.parse(&format!("{snapshots}/{dir}")).unwrap();
+            let files = fs.list(&at, false).unwrap().into_iter();
+            files
+                .filter(|e| e.location.file_name().unwrap().starts_with("users-"))
+                .collect()
+        };
+        for e in users_of(newest) {
+            fs.delete(&e.location).unwrap();
+        }
+        for e in users_of(older) {
+            let name = e.location.file_name().unwrap();
+            let to = fs.parse(&format!("{snapshots}/{newest}/{name}")).unwrap();
+            fs.write_atomic(&to, &fs.read_to_vec(&e.location).unwrap())
+                .unwrap();
+        }
+        let wrong = check();
+        assert_eq!(wrong.status.code(), Some(1), "{}", stderr(&wrong));
+        assert!(!same(&wrong), "{}", stdout(&wrong));
+        let entities = ["users", "posts", "follows", "comments", "reposts"];
+        for place in entities
+            .map(|entity| format!("clean/{entity}/_history"))
+            .into_iter()
+            .chain([format!("clean/_load/state/{ns}"), "graph/_load".into()])
+        {
+            fs.delete(&fs.parse(&format!("{root}/{place}")).unwrap())
+                .unwrap();
+        }
+        ok(run(bin().args([
+            "-q",
+            "--hdfs",
+            cluster::HDFS,
+            "history",
+            "rebuild",
+            "--input",
+            &clean,
+        ])));
+        ok(run(&mut run_cmd(
+            root,
+            raw,
+            ns,
+            &["--date", date, "--from", "load"],
+        )));
+        let after = state_files(fs, root, ns);
+        assert_eq!(
+            before.keys().collect::<Vec<_>>(),
+            after.keys().collect::<Vec<_>>()
+        );
+        for (file, bytes) in &before {
+            assert!(&after[file] == bytes, "{file} differs after the repair");
+        }
+        assert!(same(&ok(check())));
+        let graph = format!("{root}/graph");
+        assert_same_as(tmp, (ns, &graph), reference, date, "the state rebuilt");
     }
 }

@@ -481,6 +481,35 @@ fn load_through_yarn_gives_the_single_runs_tables_night_after_night() {
     assert_same_tables(&single, &bulk);
     assert_eq!(second["load"]["counters_as_of"], nights[1], "{second}");
     assert_eq!(second["load"]["counters_base"], nights[0], "{second}");
+    // The same counter snapshot, byte for byte, on both routes.
+    let snapshot = |ns: &str| -> BTreeMap<String, Vec<u8>> {
+        let fs = weibo_etl::hdfs::FileSystems::new(cluster::HDFS);
+        let at = fs
+            .parse(&format!("{clean}/_load/state/{ns}/dt={}", nights[1]))
+            .unwrap();
+        fs.list(&at, false)
+            .unwrap()
+            .into_iter()
+            .map(|e| {
+                let bytes = fs.read_to_vec(&e.location).unwrap();
+                (e.location.file_name().unwrap(), bytes)
+            })
+            .collect()
+    };
+    let here = snapshot(&single);
+    assert!(
+        here.keys().any(|f| f.ends_with(".parquet")),
+        "{:?}",
+        here.keys()
+    );
+    assert!(
+        snapshot(&thrift) == here,
+        "the snapshot through YARN differs"
+    );
+    assert!(
+        snapshot(&bulk) == here,
+        "the snapshot of the HFile route differs"
+    );
     // The counter snapshot moved on once, after every slice had loaded.
     let state = format!("{clean}/_load/state/{thrift}");
     let files = files_under(&state);

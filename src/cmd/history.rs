@@ -1,5 +1,6 @@
-//! `weibo-etl history check|rebuild`: the compacted history of a clean root, checked against
-//! its nights or rebuilt from them (docs/nightly.md, "The history, compacted").
+//! `weibo-etl history check|rebuild`: the state a clean root carries from night to night
+//! (its compacted history, and the counter snapshot of each namespace loaded from it),
+//! checked against its nights; the history rebuilt from them (docs/nightly.md, "Repair").
 
 use anyhow::Result;
 use weibo_etl::dataset::history;
@@ -12,11 +13,13 @@ Examples:
   weibo-etl history check --input hdfs:///weibo/clean
   weibo-etl history rebuild --input hdfs:///weibo/clean
 
-check exits 1 when a run differs from its rebuild. rebuild is always safe: until it is done
-the jobs read the nights themselves.";
+check exits 1 when a run, or a namespace's counter snapshot, differs from its rebuild.
+rebuild is always safe: until it is done the jobs read the nights themselves. A counter
+snapshot is rebuilt by deleting it and loading the newest night again (docs/nightly.md).";
 
-/// Check the runs that `clean` folds the older nights into against a rebuild from those
-/// nights, or rebuild them all
+/// Check the state that carries from night to night (the runs that `clean` folds the older
+/// nights into, the counter snapshots of `load`) against a rebuild from the nights, or
+/// rebuild the runs
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -26,7 +29,8 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 enum Action {
-    /// Rebuild every run from its nights beside it and compare the two byte for byte
+    /// Rebuild every run from its nights beside it and compare the two byte for byte; recompute
+    /// every namespace's counter snapshot and compare the counters
     Check(Place),
     /// Delete every run and fold the nights again
     Rebuild(Place),
@@ -61,8 +65,20 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 checked.stale.len()
             );
             report.set("history", &checked);
-            let failed = !checked.differ.is_empty();
-            let error = format!("{} runs differ from their rebuild", checked.differ.len());
+            let snapshots = weibo_etl::load::check_state(&ctx.fs, &root)?;
+            for s in &snapshots {
+                println!(
+                    "counter snapshot of {} as of {}: {} users, {} posts; {} users and {} posts differ",
+                    s.namespace, s.as_of, s.users, s.posts, s.users_differ, s.posts_differ
+                );
+            }
+            report.set("counter_snapshots", &snapshots);
+            let wrong = snapshots.iter().filter(|s| !s.same()).count();
+            let failed = !checked.differ.is_empty() || wrong > 0;
+            let error = format!(
+                "{} runs and {wrong} counter snapshots differ from their rebuild",
+                checked.differ.len()
+            );
             ctx.finish_report(&report, failed.then_some(error.as_str()))?;
             if failed {
                 anyhow::bail!(error);

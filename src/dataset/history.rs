@@ -34,6 +34,8 @@ pub const HISTORY_DIR: &str = "_history";
 /// Runs are merged in groups of this many equal runs: a night is rewritten about
 /// log2(nights) times, and a reader takes at most one run per power of two.
 const FANOUT: usize = 2;
+/// Entities folded at once.
+const FOLD_THREADS: usize = 3;
 /// Hidden, like `_SUCCESS`, so a reader of the run folder takes only its Parquet parts.
 const MANIFEST: &str = "_manifest.json";
 /// Parquet bytes of input per run part: a part's rows are held in memory while merged.
@@ -220,11 +222,55 @@ struct Item {
 /// one by one, and whenever the last [`FANOUT`] items stand for equally many nights they are
 /// merged into one run. Runs no longer taken are deleted.
 pub fn compact(fs: &FileSystems, root: &Location, data_page_version: u8) -> Result<Compacted> {
+    // The entities fold side by side, [`FOLD_THREADS`] at a time: a small run's cost is mostly
+    // waiting on the NameNode to close its files, and each thread holds one part in memory.
+    let queue = std::sync::Mutex::new(Entity::ALL.to_vec());
+    let next = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let folded: Vec<Result<Compacted>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..FOLD_THREADS)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Compacted::default();
+                    while let Some(entity) = next() {
+                        compact_entity(fs, root, entity, data_page_version, &mut done)?;
+                    }
+                    Ok(done)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|h| h.join().expect("a fold thread does not panic"))
+            .collect()
+    });
     let mut done = Compacted::default();
-    for entity in Entity::ALL {
-        compact_entity(fs, root, entity, data_page_version, &mut done)?;
+    for worker in folded {
+        let worker = worker?;
+        done.runs_written += worker.runs_written;
+        done.nights += worker.nights;
+        done.rows += worker.rows;
+        done.runs_deleted += worker.runs_deleted;
     }
     Ok(done)
+}
+
+/// How many of the last items the merges that a push sets off fold into one run (1: none):
+/// merging the last [`FANOUT`] while they stand for equally many nights, again and again.
+/// They are written as one run, which has the bytes the chain of merges would end with.
+fn items_to_merge(nights: &[usize]) -> usize {
+    let mut stack: Vec<(usize, usize)> = nights.iter().map(|&n| (n, 1)).collect();
+    while stack.len() >= FANOUT {
+        let tail = &stack[stack.len() - FANOUT..];
+        if tail.iter().any(|t| t.0 != tail[0].0) {
+            break;
+        }
+        let merged = stack.split_off(stack.len() - FANOUT);
+        stack.push((
+            merged.iter().map(|t| t.0).sum(),
+            merged.iter().map(|t| t.1).sum(),
+        ));
+    }
+    stack.last().map_or(0, |t| t.1)
 }
 
 fn compact_entity(
@@ -260,13 +306,10 @@ fn compact_entity(
         };
         i += item.nights.len();
         stack.push(item);
-        while stack.len() >= FANOUT {
-            let tail = &stack[stack.len() - FANOUT..];
-            let n = tail[0].nights.len();
-            if tail.iter().any(|t| t.nights.len() != n) {
-                break;
-            }
-            let merged = stack.split_off(stack.len() - FANOUT);
+        let sizes: Vec<usize> = stack.iter().map(|t| t.nights.len()).collect();
+        let take = items_to_merge(&sizes);
+        if take > 1 {
+            let merged = stack.split_off(stack.len() - take);
             let run = write_run(fs, &table, entity, &merged, data_page_version)?;
             done.runs_written += 1;
             done.nights += run.nights.len() as u64;
@@ -824,14 +867,35 @@ mod tests {
     }
 
     #[test]
+    fn a_push_merges_the_items_its_chain_of_merges_would() {
+        assert_eq!(items_to_merge(&[]), 0);
+        assert_eq!(items_to_merge(&[1]), 1);
+        assert_eq!(items_to_merge(&[1, 1]), 2);
+        assert_eq!(items_to_merge(&[2, 1]), 1);
+        // 4, 2, 1 and the new night: 1+1, then 2+2, then 4+4, all in one run of 8.
+        assert_eq!(items_to_merge(&[4, 2, 1, 1]), 4);
+        assert_eq!(items_to_merge(&[8, 2, 1, 1]), 3);
+        // Pushed night by night, the runs stay powers of two in falling order.
+        let mut stack: Vec<usize> = Vec::new();
+        for _ in 0..13 {
+            stack.push(1);
+            let take = items_to_merge(&stack);
+            let merged: usize = stack.split_off(stack.len() - take).iter().sum();
+            stack.push(merged);
+        }
+        assert_eq!(stack, [8, 4, 1]);
+    }
+
+    #[test]
     fn runs_are_read_as_the_nights_they_stand_for() {
         for seed in 1..4 {
             let nights = generated(seed, &DATES[..5]);
             let (_dir, fs, root) = setup(&nights);
             let done = compact(&fs, &root, 1).unwrap();
-            // Nights 1-4 (not the newest): two runs of two, merged into one of four.
-            assert_eq!(done.runs_written, 3, "{done:?}");
-            assert_eq!(done.runs_deleted, 2, "{done:?}");
+            // Nights 1-4 (not the newest): a run of two, then that run and nights 3 and 4
+            // in one run of four.
+            assert_eq!(done.runs_written, 2, "{done:?}");
+            assert_eq!(done.runs_deleted, 1, "{done:?}");
             let (got, steps) = as_taken(&fs, &root, DATES[4]);
             assert_eq!(steps, vec![4, 1]);
             assert_eq!(got, from_nights(&nights, DATES[4]), "seed {seed}");
@@ -978,7 +1042,7 @@ mod tests {
         let fs = FileSystems::new("file:///");
         let root = fs.parse(dir.path().to_str().unwrap()).unwrap();
         // "x" is 9's on night 1 and 2's on night 2 (a higher uid first, a lower one later),
-        // and the run of nights 1-4 is merged from the runs 1-2 and 3-4.
+        // and the run of nights 1-4 is merged from the run 1-2 and nights 3 and 4.
         let nights: [&[(i64, &str)]; 5] = [
             &[(9, "x"), (5, "a")],
             &[(2, "x")],

@@ -40,6 +40,7 @@ pub mod slices;
 pub mod state;
 
 pub use job::run;
+pub use state::{check as check_state, SnapshotCheck};
 
 /// What to load and how.
 #[derive(Clone, Debug)]

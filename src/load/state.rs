@@ -27,8 +27,8 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 
 use super::counters::{self, PartitionCounters, PostCounts, UserCounts};
-use crate::dataset::parquet_io;
 use crate::dataset::partition::{self, Staged};
+use crate::dataset::{history, parquet_io};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
@@ -366,6 +366,91 @@ impl Next {
         }
         Ok(())
     }
+}
+
+/// What [`check`] found for one namespace's newest snapshot.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SnapshotCheck {
+    pub namespace: String,
+    /// The night the snapshot holds the counters of.
+    pub as_of: String,
+    /// Users and posts recomputed from every night up to `as_of`.
+    pub users: u64,
+    pub posts: u64,
+    /// Users and posts whose counters in the snapshot differ from the recomputation, or
+    /// that only one of the two has.
+    pub users_differ: u64,
+    pub posts_differ: u64,
+}
+
+impl SnapshotCheck {
+    pub fn same(&self) -> bool {
+        self.users_differ == 0 && self.posts_differ == 0
+    }
+}
+
+/// Recomputes the counters of the newest snapshot of every namespace loaded from
+/// `clean_root` (`<clean_root>/_load/state/<namespace>/`) over every night up to its date,
+/// as a load would, and counts what differs. Partition by partition, in the snapshot's own
+/// cut, so it needs what the load that wrote it needed.
+pub fn check(fs: &FileSystems, clean_root: &Location) -> Result<Vec<SnapshotCheck>> {
+    let states = clean_root.join("_load").join("state");
+    if !fs.exists(&states)? {
+        return Ok(Vec::new());
+    }
+    let mut namespaces: Vec<String> = fs
+        .list(&states, false)?
+        .into_iter()
+        .filter(|e| e.is_dir)
+        .filter_map(|e| e.location.file_name())
+        .filter(|name| !name.starts_with(['_', '.']))
+        .collect();
+    namespaces.sort();
+    let mut checked = Vec::new();
+    for namespace in namespaces {
+        let Some(snapshot) = State::new(clean_root, &namespace).latest(fs)? else {
+            continue;
+        };
+        let mut found = check_one(fs, clean_root, &snapshot)?;
+        found.namespace = namespace;
+        checked.push(found);
+    }
+    Ok(checked)
+}
+
+/// [`check`] for one snapshot.
+fn check_one(fs: &FileSystems, clean_root: &Location, s: &Snapshot) -> Result<SnapshotCheck> {
+    let mut history = HashMap::new();
+    for entity in ["users", "follows", "posts", "comments"] {
+        let taken = history::take_history(fs, &clean_root.join(entity), &s.as_of)?;
+        let files: Vec<FileEntry> = taken.into_iter().flat_map(|t| t.files).collect();
+        history.insert(entity, files);
+    }
+    let inputs = counters::Inputs {
+        users: &history["users"],
+        follows: &history["follows"],
+        posts: &history["posts"],
+        comments: &history["comments"],
+        mention_posts: &[],
+    };
+    let mut found = SnapshotCheck {
+        as_of: s.as_of.clone(),
+        ..SnapshotCheck::default()
+    };
+    let n = s.partitions;
+    for p in 0..n {
+        let computed = counters::compute(fs, &inputs, p, n, &mut |_| Ok(()))?;
+        let (users, posts) = (s.users(fs, p, n)?, s.posts(fs, p, n)?);
+        let c = changes(&computed, &users, &posts);
+        let recomputed: std::collections::HashSet<i64> =
+            computed.posts.iter().map(|(mid, _)| *mid).collect();
+        let extra_posts = posts.keys().filter(|m| !recomputed.contains(m)).count();
+        found.users += computed.users.len() as u64;
+        found.posts += computed.posts.len() as u64;
+        found.users_differ += c.users.len() as u64;
+        found.posts_differ += (c.posts.len() + extra_posts) as u64;
+    }
+    Ok(found)
 }
 
 #[cfg(test)]
