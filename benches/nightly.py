@@ -14,6 +14,14 @@ last night over night 2 (the deltas are the same size by construction; night 1 c
 tables). It checks that the counters after the last night equal the generator's truth digest
 (through Thrift), and writes <out>/nightly-<preset>.json. It measures; it asserts nothing but
 the exit codes.
+
+    python3 benches/nightly.py --large-history paper     # a small night on a paper-size history
+
+With --large-history it times one small night twice, in two namespaces: after a first night
+that is the whole paper preset (`gen --preset paper`), and after a first night of the small
+preset's daily volume. The small night is the same bytes in both (night 2 of `gen --nights 2
+--preset small`). It prints both second nights per stage and their ratio, and writes
+<out>/nightly-history-<preset>.json.
 """
 import argparse
 import hashlib
@@ -83,8 +91,54 @@ def digest_in_hbase(ns):
     return h.hexdigest()
 
 
+def run_night(base, raw_night, date, report, env):
+    """One night of the job, its raw partition at `raw_night`; the figures of its run.json."""
+    cmd = base + ["--set", f"raw={raw_night}", "--date", date, "--report", report]
+    p = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(f"night {date} failed ({p.returncode}):\n{p.stdout}{p.stderr[-3000:]}")
+    return night_rows(json.loads(Path(report).read_text()))
+
+
+def large_history(args, work, base_of, env):
+    """A small night after a large first night, against the same night after a small one."""
+    big, small = work / "raw-large", work / "raw-small"
+    second = "2026-11-02"
+    subprocess.run([BIN, "-q", "gen", "--out", big / f"dt={FIRST}", "--preset",
+                    args.large_history, "--date", FIRST], check=True)
+    subprocess.run([BIN, "-q", "gen", "--out", small, "--nights", "2", "--preset", "small",
+                    "--date", FIRST], check=True)
+    reports = work / "runs"
+    reports.mkdir()
+    result = {}
+    for name, first in [("small", small), ("large", big)]:
+        ns = f"history{name}{int(time.time())}"
+        base = base_of(ns)
+        t0 = time.time()
+        one = run_night(base, first / f"dt={FIRST}", FIRST, reports / f"{name}-1.json", env)
+        print(f"{name} history: night 1 in {one['seconds']:.1f} s "
+              f"(wall {time.time() - t0:.1f} s)", flush=True)
+        two = run_night(base, small / f"dt={second}", second, reports / f"{name}-2.json", env)
+        print(f"{name} history: night 2 in {two['seconds']:.2f} s: "
+              + ", ".join(f"{n} {two.get(n + '_s') or 0:.2f} s" for n in STAGES)
+              + f"; peak {two['peak_rss_mb']} MB", flush=True)
+        result[name] = {"namespace": ns, "night_1": one, "night_2": two}
+    keys = ["seconds"] + [f"{n}_s" for n in STAGES]
+    s, l = result["small"]["night_2"], result["large"]["night_2"]
+    ratio = {k: round(l[k] / s[k], 3) for k in keys if s.get(k) and l.get(k) is not None}
+    print("night 2 on the large history / on the small one: "
+          + ", ".join(f"{k} {v}x" for k, v in ratio.items()))
+    result.update({"large_history": args.large_history, "date_run": time.strftime("%Y-%m-%d"),
+                   "command": " ".join(sys.argv), "large_over_small": ratio})
+    target = Path(args.out) / f"nightly-history-{args.large_history}.json"
+    target.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"written to {target}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--large-history", choices=["small", "paper"],
+                    help="time a small night on a history of this preset instead (above)")
     ap.add_argument("--nights", type=int, default=100)
     ap.add_argument("--preset", default="small", choices=["tiny", "small", "paper"])
     ap.add_argument("--out", default=str(ROOT / "bench-out"), help="work and results folder")
@@ -94,25 +148,34 @@ def main():
                     "local cluster's HDFS]")
     args = ap.parse_args()
     out = Path(args.out)
-    work = out / f"nightly-{args.preset}"
+    work = out / (f"nightly-history-{args.large_history}" if args.large_history
+                  else f"nightly-{args.preset}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     subprocess.run([BIN, "cluster", "up"], check=True)
+    # The outputs on the cluster's HDFS, as in production: --via auto bulk-loads only from
+    # there; the local cluster hands HFiles over through this binary (no `hbase` script).
+    env = dict(os.environ, WEIBO_ETL_BULKLOAD_CMD=f"{BIN} cluster bulkload")
+
+    def base_of(ns):
+        root = args.root or f"hdfs://127.0.0.1:9000/bench/{ns}"
+        if args.root and args.large_history:
+            root = f"{args.root}/{ns}"  # two namespaces, two roots
+        return [BIN, "-q", "run", ROOT / "jobs" / "nightly.toml",
+                "--set", f"root={root}", "--set", f"namespace={ns}",
+                "--set", f"load.regions={args.regions}", "--set", f"load.writers={args.writers}",
+                "--set", f"friends.regions={args.regions}"]
+
+    if args.large_history:
+        return large_history(args, work, base_of, env)
     raw = work / "raw"
     subprocess.run([BIN, "-q", "gen", "--out", raw, "--nights", str(args.nights),
                     "--preset", args.preset, "--date", FIRST], check=True)
     ns = f"nightly{args.preset}{int(time.time())}"
-    # The outputs on the cluster's HDFS, as in production: --via auto bulk-loads only from
-    # there; the local cluster hands HFiles over through this binary (no `hbase` script).
-    root = args.root or f"hdfs://127.0.0.1:9000/bench/{ns}"
-    env = dict(os.environ, WEIBO_ETL_BULKLOAD_CMD=f"{BIN} cluster bulkload")
     reports = work / "runs"
     reports.mkdir()
-    base = [BIN, "-q", "run", ROOT / "jobs" / "nightly.toml",
-            "--set", f"root={root}", "--set", f"raw={raw}/dt={{date}}", "--set", f"namespace={ns}",
-            "--set", f"load.regions={args.regions}", "--set", f"load.writers={args.writers}",
-            "--set", f"friends.regions={args.regions}"]
+    base = base_of(ns) + ["--set", f"raw={raw}/dt={{date}}"]
     dates = sorted(p.name[3:] for p in raw.iterdir() if p.name.startswith("dt="))
     rows = []
     print(f"{'night':>5} {'date':<10} {'total s':>8} " + " ".join(f"{n[:8] + ' s':>10}" for n in STAGES)
