@@ -31,9 +31,11 @@ use crate::hdfs::{FileEntry, FileSystems, Location};
 
 /// The folder of an entity's runs, beside its `dt=` folders.
 pub const HISTORY_DIR: &str = "_history";
-/// Runs are merged in groups of this many equal runs: a night is rewritten about
-/// log2(nights) times, and a reader takes at most one run per power of two.
-const FANOUT: usize = 2;
+/// The last two items merge while the older stands for at most this many times the newer's
+/// bytes: nights of one size make runs of 2, 4, 8 nights (a night is rewritten about
+/// log2(nights) times, a reader takes about one run per doubling), and a large history is
+/// not rewritten for small nights until they add up to about its size.
+const TIER: (u64, u64) = (3, 2);
 /// Entities folded at once.
 const FOLD_THREADS: usize = 3;
 /// Hidden, like `_SUCCESS`, so a reader of the run folder takes only its Parquet parts.
@@ -219,8 +221,8 @@ struct Item {
 
 /// Folds the committed nights of every entity under `root`, all but the newest, into runs:
 /// existing runs that still stand for their nights are kept, the nights after them are pushed
-/// one by one, and whenever the last [`FANOUT`] items stand for equally many nights they are
-/// merged into one run. Runs no longer taken are deleted.
+/// one by one, and whenever the last two items are of about one size (in bytes, [`TIER`]) they
+/// are merged into one run. Runs no longer taken are deleted.
 pub fn compact(fs: &FileSystems, root: &Location, data_page_version: u8) -> Result<Compacted> {
     // The entities fold side by side, [`FOLD_THREADS`] at a time: a small run's cost is mostly
     // waiting on the NameNode to close its files, and each thread holds one part in memory.
@@ -254,21 +256,18 @@ pub fn compact(fs: &FileSystems, root: &Location, data_page_version: u8) -> Resu
     Ok(done)
 }
 
-/// How many of the last items the merges that a push sets off fold into one run (1: none):
-/// merging the last [`FANOUT`] while they stand for equally many nights, again and again.
-/// They are written as one run, which has the bytes the chain of merges would end with.
-fn items_to_merge(nights: &[usize]) -> usize {
-    let mut stack: Vec<(usize, usize)> = nights.iter().map(|&n| (n, 1)).collect();
-    while stack.len() >= FANOUT {
-        let tail = &stack[stack.len() - FANOUT..];
-        if tail.iter().any(|t| t.0 != tail[0].0) {
+/// How many of the last items (their bytes, oldest first) the merges that a push sets off
+/// fold into one run (1: none): merging the last two while the older is at most [`TIER`]
+/// times the newer, again and again. They are written as one run, which has the bytes the
+/// chain of merges would end with.
+fn items_to_merge(bytes: &[u64]) -> usize {
+    let mut stack: Vec<(u64, usize)> = bytes.iter().map(|&b| (b, 1)).collect();
+    while let [.., older, newer] = stack[..] {
+        if older.0 * TIER.1 > newer.0 * TIER.0 {
             break;
         }
-        let merged = stack.split_off(stack.len() - FANOUT);
-        stack.push((
-            merged.iter().map(|t| t.0).sum(),
-            merged.iter().map(|t| t.1).sum(),
-        ));
+        stack.truncate(stack.len() - 2);
+        stack.push((older.0 + newer.0, older.1 + newer.1));
     }
     stack.last().map_or(0, |t| t.1)
 }
@@ -306,7 +305,7 @@ fn compact_entity(
         };
         i += item.nights.len();
         stack.push(item);
-        let sizes: Vec<usize> = stack.iter().map(|t| t.nights.len()).collect();
+        let sizes: Vec<u64> = stack.iter().map(|t| t.bytes).collect();
         let take = items_to_merge(&sizes);
         if take > 1 {
             let merged = stack.split_off(stack.len() - take);
@@ -869,21 +868,30 @@ mod tests {
     #[test]
     fn a_push_merges_the_items_its_chain_of_merges_would() {
         assert_eq!(items_to_merge(&[]), 0);
-        assert_eq!(items_to_merge(&[1]), 1);
-        assert_eq!(items_to_merge(&[1, 1]), 2);
-        assert_eq!(items_to_merge(&[2, 1]), 1);
-        // 4, 2, 1 and the new night: 1+1, then 2+2, then 4+4, all in one run of 8.
-        assert_eq!(items_to_merge(&[4, 2, 1, 1]), 4);
-        assert_eq!(items_to_merge(&[8, 2, 1, 1]), 3);
-        // Pushed night by night, the runs stay powers of two in falling order.
-        let mut stack: Vec<usize> = Vec::new();
-        for _ in 0..13 {
-            stack.push(1);
-            let take = items_to_merge(&stack);
-            let merged: usize = stack.split_off(stack.len() - take).iter().sum();
-            stack.push(merged);
-        }
-        assert_eq!(stack, [8, 4, 1]);
+        assert_eq!(items_to_merge(&[10]), 1);
+        assert_eq!(items_to_merge(&[10, 10]), 2);
+        assert_eq!(items_to_merge(&[20, 10]), 1);
+        // Nights of about one size: 1+1, then 2+2, then 4+4, all in one run of 8.
+        assert_eq!(items_to_merge(&[40, 21, 10, 9]), 4);
+        assert_eq!(items_to_merge(&[80, 20, 10, 11]), 3);
+        // Pushed night by night, equal nights make runs of 2, 4, 8 nights.
+        let fold = |nights: &[u64]| -> Vec<u64> {
+            let mut stack: Vec<u64> = Vec::new();
+            for &night in nights {
+                stack.push(night);
+                let take = items_to_merge(&stack);
+                let merged: u64 = stack.split_off(stack.len() - take).iter().sum();
+                stack.push(merged);
+            }
+            stack
+        };
+        assert_eq!(fold(&[10; 13]), [80, 40, 10]);
+        // A large first night stays as it is until the small ones add up to about its size.
+        let mut nights = vec![1000];
+        nights.extend([10; 100]);
+        assert_eq!(fold(&nights), [1000, 640, 320, 40]);
+        nights.extend([10; 28]);
+        assert_eq!(fold(&nights), [2280]);
     }
 
     #[test]
