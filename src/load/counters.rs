@@ -23,7 +23,7 @@
 //! ids, so a resumed run cuts the same partitions.
 
 use arrow::array::{Array, AsArray};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::dataset::columns::{ids, opt, opt_ids, times};
 use crate::dataset::parquet_io;
@@ -254,9 +254,32 @@ pub fn compute(
         received(&mut posts, &mut users, m, 3);
     }
 
-    let mut unresolved_mentions = 0;
+    let unresolved_mentions = mentions(fs, inputs.mention_posts, p, n, &names, mention)?;
+    let mut users: Vec<(i64, UserCounts)> = users.into_iter().collect();
+    users.sort_unstable_by_key(|(uid, _)| *uid);
+    let mut posts: Vec<(i64, PostCounts)> = posts.into_iter().collect();
+    posts.sort_unstable_by_key(|(mid, _)| *mid);
+    Ok(PartitionCounters {
+        users,
+        posts,
+        unresolved_mentions,
+    })
+}
+
+/// Resolves the mentions (`at_users`) of `posts` whose names hash to partition `p` of `n`
+/// against `names` (screen name to its newest holder), calling `mention` for each in file
+/// order; returns how many named nobody (only posts with a known author count).
+pub(super) fn mentions(
+    fs: &FileSystems,
+    posts: &[FileEntry],
+    p: u32,
+    n: u32,
+    names: &FxHashMap<String, i64>,
+    mention: &mut dyn FnMut(Mention) -> Result<()>,
+) -> Result<u64> {
+    let mut unresolved = 0;
     let columns = ["mid", "uid", "created_at", "at_users"];
-    for f in inputs.mention_posts {
+    for f in posts {
         parquet_io::read_parquet_columns(fs, f, &columns, &mut |b| {
             let Some(at_users) = b
                 .column_by_name("at_users")
@@ -287,22 +310,38 @@ pub fn compute(
                             at: created.value(i),
                             mid: mid.value(i),
                         })?,
-                        None => unresolved_mentions += 1,
+                        None => unresolved += 1,
                     }
                 }
             }
             Ok(())
         })?;
     }
-    let mut users: Vec<(i64, UserCounts)> = users.into_iter().collect();
-    users.sort_unstable_by_key(|(uid, _)| *uid);
-    let mut posts: Vec<(i64, PostCounts)> = posts.into_iter().collect();
-    posts.sort_unstable_by_key(|(mid, _)| *mid);
-    Ok(PartitionCounters {
-        users,
-        posts,
-        unresolved_mentions,
-    })
+    Ok(unresolved)
+}
+
+/// The names that `posts` mention (`at_users`), in any partition.
+pub(super) fn mentioned_names(fs: &FileSystems, posts: &[FileEntry]) -> Result<FxHashSet<String>> {
+    let mut names = FxHashSet::default();
+    for f in posts {
+        parquet_io::read_parquet_columns(fs, f, &["uid", "at_users"], &mut |b| {
+            let Some(at_users) = b
+                .column_by_name("at_users")
+                .and_then(|c| c.as_list_opt::<i32>())
+            else {
+                return Ok(());
+            };
+            for i in (0..b.num_rows()).filter(|&i| !at_users.is_null(i)) {
+                let listed = at_users.value(i);
+                if let Some(listed) = listed.as_string_opt::<i32>() {
+                    let named = (0..listed.len()).filter(|&j| !listed.is_null(j));
+                    names.extend(named.map(|j| listed.value(j).to_string()));
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(names)
 }
 
 /// Credits a repost (`slot` 2) or a comment (`slot` 3) to post `mid`, if this partition owns
@@ -459,60 +498,66 @@ mod tests {
         (users, out)
     }
 
+    /// Each night's files (users, follows, posts, comments) under `dir`, one folder a night.
+    fn write_nights(fs: &FileSystems, dir: &std::path::Path, nights: &[Night]) -> [Vec<FileEntry>; 4] {
+        let (mut users, mut follows, mut posts, mut comments) = (vec![], vec![], vec![], vec![]);
+        for (k, n) in nights.iter().enumerate() {
+            let d = dir.join(format!("n{k}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let names: Vec<&str> = n.users.iter().map(|(_, s)| s.as_str()).collect();
+            users.push(write(
+                fs,
+                &d,
+                "users.parquet",
+                vec![
+                    ("uid", i64s(n.users.iter().map(|u| Some(u.0)))),
+                    ("screen_name", Arc::new(StringArray::from(names))),
+                ],
+            ));
+            follows.push(write(
+                fs,
+                &d,
+                "follows.parquet",
+                vec![
+                    ("follower", i64s(n.follows.iter().map(|f| Some(f.0)))),
+                    ("followee", i64s(n.follows.iter().map(|f| Some(f.1)))),
+                ],
+            ));
+            let created =
+                TimestampMillisecondArray::from_iter_values(n.posts.iter().map(|p| p.2))
+                    .with_timezone("UTC");
+            posts.push(write(
+                fs,
+                &d,
+                "posts.parquet",
+                vec![
+                    ("mid", i64s(n.posts.iter().map(|p| Some(p.0)))),
+                    ("uid", i64s(n.posts.iter().map(|p| p.1))),
+                    ("created_at", Arc::new(created)),
+                    ("retweet_mid", i64s(n.posts.iter().map(|p| p.3))),
+                ],
+            ));
+            comments.push(write(
+                fs,
+                &d,
+                "comments.parquet",
+                vec![
+                    ("cid", i64s(n.comments.iter().map(|c| Some(c.0)))),
+                    ("mid", i64s(n.comments.iter().map(|c| Some(c.1)))),
+                ],
+            ));
+        }
+        [users, follows, posts, comments]
+    }
+
     #[test]
     fn counters_over_nights_equal_one_load_of_their_union() {
         let dir = tempfile::tempdir().unwrap();
         let fs = FileSystems::new("file:///");
         for seed in [1, 2, 3] {
             let nights = history(seed, 4);
-            let (mut users, mut follows, mut posts, mut comments) =
-                (vec![], vec![], vec![], vec![]);
-            for (k, n) in nights.iter().enumerate() {
-                let d = dir.path().join(format!("s{seed}-n{k}"));
-                std::fs::create_dir_all(&d).unwrap();
-                let names: Vec<&str> = n.users.iter().map(|(_, s)| s.as_str()).collect();
-                users.push(write(
-                    &fs,
-                    &d,
-                    "users.parquet",
-                    vec![
-                        ("uid", i64s(n.users.iter().map(|u| Some(u.0)))),
-                        ("screen_name", Arc::new(StringArray::from(names))),
-                    ],
-                ));
-                follows.push(write(
-                    &fs,
-                    &d,
-                    "follows.parquet",
-                    vec![
-                        ("follower", i64s(n.follows.iter().map(|f| Some(f.0)))),
-                        ("followee", i64s(n.follows.iter().map(|f| Some(f.1)))),
-                    ],
-                ));
-                let created =
-                    TimestampMillisecondArray::from_iter_values(n.posts.iter().map(|p| p.2))
-                        .with_timezone("UTC");
-                posts.push(write(
-                    &fs,
-                    &d,
-                    "posts.parquet",
-                    vec![
-                        ("mid", i64s(n.posts.iter().map(|p| Some(p.0)))),
-                        ("uid", i64s(n.posts.iter().map(|p| p.1))),
-                        ("created_at", Arc::new(created)),
-                        ("retweet_mid", i64s(n.posts.iter().map(|p| p.3))),
-                    ],
-                ));
-                comments.push(write(
-                    &fs,
-                    &d,
-                    "comments.parquet",
-                    vec![
-                        ("cid", i64s(n.comments.iter().map(|c| Some(c.0)))),
-                        ("mid", i64s(n.comments.iter().map(|c| Some(c.1)))),
-                    ],
-                ));
-            }
+            let [users, follows, posts, comments] =
+                write_nights(&fs, &dir.path().join(format!("s{seed}")), &nights);
             let (want_users, want_posts) = naive(&nights);
             let inputs = Inputs {
                 users: &users,
@@ -540,6 +585,58 @@ mod tests {
                 }
                 assert_eq!(got_users, want_users, "users, seed {seed}, {n} partitions");
                 assert_eq!(got_posts, want_posts, "posts, seed {seed}, {n} partitions");
+            }
+        }
+    }
+
+    /// The snapshot of the first k nights (cut in 2 partitions) carried forward over the
+    /// rest equals a pass over every night, in 1 and 3 partitions: with posts whose author
+    /// changes between known users, reposts and comments crawled again with other targets,
+    /// and older ones whose post arrives only later.
+    #[test]
+    fn counters_carried_forward_equal_a_pass_over_every_night() {
+        use crate::load::{delta, state::State};
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        for seed in 1..=4 {
+            let mut nights = history(seed, 5);
+            for (k, night) in nights.iter_mut().enumerate().skip(1) {
+                for post in night.posts.iter_mut().filter(|p| p.0 % 5 == k as i64 % 5) {
+                    post.1 = Some(1 + (post.0 * 7 + k as i64) % 50);
+                }
+            }
+            let [users, follows, posts, comments] =
+                write_nights(&fs, &dir.path().join(format!("s{seed}")), &nights);
+            let upto = |from: usize, to: usize| Inputs {
+                users: &users[from..to],
+                follows: &follows[from..to],
+                posts: &posts[from..to],
+                comments: &comments[from..to],
+                mention_posts: &[],
+            };
+            for k in 1..nights.len() {
+                let root = fs
+                    .parse(dir.path().join(format!("state-{seed}-{k}")).to_str().unwrap())
+                    .unwrap();
+                let state = State::new(&root, "ns");
+                let next = state.next(&fs, "2026-11-01", false).unwrap();
+                for p in 0..2 {
+                    let c = compute(&fs, &upto(0, k), p, 2, &mut |_| Ok(())).unwrap();
+                    next.write_part(&fs, p, 2, &c).unwrap();
+                }
+                next.commit(&fs, &state, 2).unwrap();
+                let snapshot = state.latest(&fs).unwrap().unwrap();
+                let d = delta::delta(&fs, &upto(0, k), &upto(k, nights.len()), &snapshot).unwrap();
+                for n in [1, 3] {
+                    for p in 0..n {
+                        let all = upto(0, nights.len());
+                        let want = compute(&fs, &all, p, n, &mut |_| Ok(())).unwrap();
+                        let got =
+                            delta::partition(&fs, &d, &snapshot, &[], p, n, &mut |_| Ok(()))
+                                .unwrap();
+                        assert_eq!(got, want, "seed {seed}, snapshot of {k} nights, {p}/{n}");
+                    }
+                }
             }
         }
     }

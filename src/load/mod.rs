@@ -36,6 +36,7 @@ mod rows;
 mod units;
 
 pub mod counters;
+pub mod delta;
 pub mod slices;
 pub mod state;
 

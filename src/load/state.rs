@@ -213,6 +213,26 @@ impl Snapshot {
     }
 }
 
+impl Snapshot {
+    /// The snapshot's users whose uid `keep` accepts, from every part.
+    pub fn users_where(&self, fs: &FileSystems, keep: &dyn Fn(i64) -> bool) -> Result<Map<UserCounts>> {
+        let files: Vec<&FileEntry> = self.users.iter().collect();
+        read_counts(fs, &files, user_schema(), |c, i| {
+            let uid = c[0].value(i);
+            keep(uid).then(|| (uid, [1, 2, 3, 4, 5].map(|k| c[k].value(i))))
+        })
+    }
+
+    /// The snapshot's posts whose mid `keep` accepts, from every part.
+    pub fn posts_where(&self, fs: &FileSystems, keep: &dyn Fn(i64) -> bool) -> Result<Map<PostCounts>> {
+        let files: Vec<&FileEntry> = self.posts.iter().collect();
+        read_counts(fs, &files, post_schema(), |c, i| {
+            let mid = c[0].value(i);
+            keep(mid).then(|| (mid, (c[1].value(i), c[2].value(i), c[3].value(i), c[4].value(i))))
+        })
+    }
+}
+
 /// Counters by key, as the snapshot holds them.
 pub type Map<V> = HashMap<i64, V, rustc_hash::FxBuildHasher>;
 
