@@ -605,6 +605,17 @@ mod tests {
                     post.1 = Some(1 + (post.0 * 7 + k as i64) % 50);
                 }
             }
+            // Authors who lose every post two nights later: 100-102, whom no night crawls,
+            // are gone then; 200, crawled but in no follow, stays with zero counters.
+            nights[0].users.push((200, "u200".into()));
+            let moved = |m: i64| m % 11 == 0 || m % 13 == 0;
+            let mut back = Vec::new();
+            for post in nights[1].posts.iter_mut().filter(|p| moved(p.0)) {
+                post.1 = Some(if post.0 % 11 == 0 { 100 + post.0 % 3 } else { 200 });
+                back.push((post.0, Some(7), post.2, post.3));
+            }
+            nights[3].posts.retain(|p| !moved(p.0));
+            nights[3].posts.extend(back);
             let [users, follows, posts, comments] =
                 write_nights(&fs, &dir.path().join(format!("s{seed}")), &nights);
             let upto = |from: usize, to: usize| Inputs {

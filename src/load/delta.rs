@@ -10,6 +10,7 @@
 //! now, and whether an author who lost every post is still a crawled user. Memory follows
 //! the delta, plus one partition of the snapshot at a time.
 
+use arrow::array::Array;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::counters::{self, Inputs, Mention, PartitionCounters, PostCounts, UserCounts};
