@@ -77,6 +77,8 @@ pub struct Taken {
     pub files: Vec<FileEntry>,
     /// The nights this stands for (one for a night).
     pub nights: Vec<String>,
+    /// Their stamps (the modification times of their `dt=` folders), in the same order.
+    pub stamps: Vec<i64>,
 }
 
 /// The `dt=` nights of `table`, oldest first, with their folders' stamps (committed or not).
@@ -176,6 +178,7 @@ pub fn take_history(fs: &FileSystems, table: &Location, upto: &str) -> Result<Ve
                 folder: run.dir.clone(),
                 files: run.files.clone(),
                 nights: run.nights.iter().map(|n| n.date.clone()).collect(),
+                stamps: run.nights.iter().map(|n| n.stamp).collect(),
             });
             i += run.nights.len();
             continue;
@@ -188,6 +191,7 @@ pub fn take_history(fs: &FileSystems, table: &Location, upto: &str) -> Result<Ve
                 folder: dir.clone(),
                 files,
                 nights: vec![night.date.clone()],
+                stamps: vec![night.stamp],
             });
         }
         i += 1;

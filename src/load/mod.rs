@@ -88,6 +88,9 @@ pub struct LoadReport {
     /// The night of the counter snapshot the changes were taken against, if any.
     pub counters_base: Option<String>,
     /// Nights of cleaned data the counters were computed over.
+    /// Whether the counters were carried forward from the snapshot and the nights since,
+    /// rather than computed over every night.
+    pub counters_carried: bool,
     pub history_nights: usize,
     /// Users and posts whose counters this run wrote.
     pub users_changed: u64,

@@ -42,7 +42,15 @@ struct Meta {
     as_of: String,
     /// Counter partitions it was written in.
     partitions: u32,
+    /// The nights it holds the counters of, per entity, with their stamps (absent in a
+    /// snapshot of a sliced load: the next load computes over every night).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    covered: Option<Covered>,
 }
+
+/// Per entity the counters read (`users`, `follows`, `posts`, `comments`), its nights with
+/// their stamps ([`crate::dataset::history::Taken`]), oldest first.
+pub type Covered = std::collections::BTreeMap<String, Vec<(String, i64)>>;
 
 /// The snapshots of one namespace, loaded from one clean root.
 pub struct State {
@@ -54,6 +62,8 @@ pub struct Snapshot {
     pub as_of: String,
     /// Partitions it was written in: with as many, partition p is one part.
     partitions: u32,
+    /// The nights it covers, when recorded.
+    pub covered: Option<Covered>,
     users: Vec<FileEntry>,
     posts: Vec<FileEntry>,
 }
@@ -134,6 +144,7 @@ impl State {
         Ok(Some(Snapshot {
             as_of: meta.as_of,
             partitions: meta.partitions,
+            covered: meta.covered,
             users: named("users-"),
             posts: named("posts-"),
         }))
@@ -170,6 +181,7 @@ impl State {
         Ok(Next {
             staged,
             as_of: as_of.to_string(),
+            covered: None,
         })
     }
 }
@@ -294,6 +306,7 @@ pub fn changes(
 pub struct Next {
     staged: Staged,
     as_of: String,
+    covered: Option<Covered>,
 }
 
 fn part_name(entity: &str, p: u32, n: u32) -> String {
@@ -301,6 +314,12 @@ fn part_name(entity: &str, p: u32, n: u32) -> String {
 }
 
 impl Next {
+    /// Records the nights the snapshot covers, so that the next load may carry it forward.
+    pub fn covering(mut self, covered: Covered) -> Next {
+        self.covered = Some(covered);
+        self
+    }
+
     /// Whether partition `p` of `n` is staged already.
     pub fn has_part(&self, fs: &FileSystems, p: u32, n: u32) -> Result<bool> {
         Ok(fs.exists(&self.staged.tmp.join(&part_name("users", p, n)))?
@@ -376,6 +395,7 @@ impl Next {
         let meta = Meta {
             as_of: self.as_of.clone(),
             partitions: n,
+            covered: self.covered.clone(),
         };
         let text = serde_json::to_vec_pretty(&meta).unwrap_or_default();
         fs.write_atomic(&self.staged.tmp.join("state.json"), &text)?;

@@ -13,6 +13,7 @@ use crate::hbase::layout::{be, cell, Table};
 use crate::hbase::write::writers::{Router, Unit};
 use crate::hbase::Put;
 use crate::load::counters::{self, PostCounts};
+use crate::load::delta::{self, Delta};
 use crate::load::rows::*;
 use crate::load::state::{self, Changes, Next, Snapshot};
 
@@ -20,6 +21,9 @@ use crate::load::state::{self, Changes, Next, Snapshot};
 /// next snapshot, and what they found.
 pub(super) struct Counting<'a> {
     pub(super) inputs: counters::Inputs<'a>,
+    /// What the nights since the snapshot change, when it is carried forward instead of
+    /// computed over every night.
+    pub(super) carried: Option<Delta>,
     /// The counters readers see, unless every counter is to be written.
     pub(super) snapshot: Option<Snapshot>,
     /// The snapshot this run stages, when it writes every counter.
@@ -65,7 +69,7 @@ pub(super) fn units<'a>(n: &'a Night<'a>, c: &'a Counting<'a>) -> Vec<(String, U
 /// share of the next snapshot staged.
 fn partition_unit(n: &Night<'_>, c: &Counting<'_>, p: u32, r: &mut Router) -> Result<()> {
     let fs = n.fs;
-    let computed = counters::compute(fs, &c.inputs, p, c.partitions, &mut |m| {
+    let mention = &mut |m: counters::Mention| {
         if !n.wants(Table::UserPost) {
             return Ok(());
         }
@@ -80,7 +84,13 @@ fn partition_unit(n: &Night<'_>, c: &Counting<'_>, p: u32, r: &mut Router) -> Re
             .cell(cell::POST, keys::post_key(m.by, m.at, m.mid))
             .cell(cell::BY, be(m.by)),
         )
-    })?;
+    };
+    let computed = match (&c.carried, &c.snapshot) {
+        (Some(d), Some(s)) => {
+            delta::partition(fs, d, s, c.inputs.mention_posts, p, c.partitions, mention)?
+        }
+        _ => counters::compute(fs, &c.inputs, p, c.partitions, mention)?,
+    };
     c.unresolved_mentions
         .fetch_add(computed.unresolved_mentions, Ordering::Relaxed);
     let changes = match &c.snapshot {

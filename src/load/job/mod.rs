@@ -124,14 +124,21 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let state = state::State::new(&root, &w.namespace);
     let (snapshot, as_of) = counter_base(fs, &state, options, &created, counted)?;
     let mut nights_read = BTreeSet::new();
-    let history: BTreeMap<&str, Vec<FileEntry>> = ["users", "follows", "posts", "comments"]
+    let taken: BTreeMap<&str, Vec<history::Taken>> = COUNTED
         .into_iter()
-        .map(|e| {
-            let taken = history::take_history(fs, &root.join(e), &as_of)?;
-            nights_read.extend(taken.iter().flat_map(|t| t.nights.iter().cloned()));
-            Ok((e, taken.into_iter().flat_map(|t| t.files).collect()))
-        })
+        .map(|e| Ok((e, history::take_history(fs, &root.join(e), &as_of)?)))
         .collect::<Result<_>>()?;
+    for t in taken.values().flatten() {
+        nights_read.extend(t.nights.iter().cloned());
+    }
+    let history: BTreeMap<&str, Vec<FileEntry>> = taken
+        .iter()
+        .map(|(e, t)| (*e, t.iter().flat_map(|t| t.files.clone()).collect()))
+        .collect();
+    let carried = match (&snapshot, counted && w.slice.is_none()) {
+        (Some(s), true) => carry(fs, s, &taken, &files["posts"])?,
+        _ => None,
+    };
     let inputs = crate::load::counters::Inputs {
         users: &history["users"],
         follows: &history["follows"],
@@ -146,7 +153,11 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     // The snapshot moves on only when this run writes every counter it holds.
     let next = if counted && wants(Table::User) && wants(Table::Post) {
         // The slices stage into one folder, which the submitter reset before they started.
-        Some(state.next(fs, &as_of, options.resume || w.slice.is_some())?)
+        let next = state.next(fs, &as_of, options.resume || w.slice.is_some())?;
+        Some(match w.slice {
+            None => next.covering(covered(&taken)),
+            Some(_) => next,
+        })
     } else {
         None
     };
@@ -159,6 +170,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         counters_as_of: as_of.clone(),
         counters_base: snapshot.as_ref().map(|s| s.as_of.clone()),
         history_nights: nights_read.len(),
+        counters_carried: carried.is_some(),
         ..LoadReport::default()
     };
     let night = Night {
@@ -169,6 +181,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     };
     let mut counting = Counting {
         inputs,
+        carried,
         snapshot,
         next,
         as_of,
@@ -219,6 +232,79 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         report.write.set_time(started);
     }
     Ok(report)
+}
+
+/// The entities the counters read.
+const COUNTED: [&str; 4] = ["users", "follows", "posts", "comments"];
+
+/// Per counted entity, the nights read and their stamps.
+fn covered(taken: &BTreeMap<&str, Vec<history::Taken>>) -> state::Covered {
+    taken
+        .iter()
+        .map(|(e, t)| {
+            let nights = t.iter().flat_map(|t| t.nights.iter().cloned().zip(t.stamps.clone()));
+            (e.to_string(), nights.collect())
+        })
+        .collect()
+}
+
+/// What the nights since `snapshot` change in it, when it can be carried forward: it records
+/// the nights it covers, they are all still there with the same stamps, and the history read
+/// now splits into those nights and later ones (docs/nightly.md). `None`: compute the counters
+/// over every night.
+fn carry(
+    fs: &FileSystems,
+    snapshot: &state::Snapshot,
+    taken: &BTreeMap<&str, Vec<history::Taken>>,
+    mention_posts: &[FileEntry],
+) -> Result<Option<super::delta::Delta>> {
+    let Some(was) = &snapshot.covered else {
+        return Ok(None);
+    };
+    let upto = snapshot.as_of.as_str();
+    let now = covered(taken);
+    let mut before: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
+    let mut since: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
+    for (entity, items) in taken {
+        let then: Vec<(String, i64)> = now[*entity]
+            .iter()
+            .filter(|(date, _)| date.as_str() <= upto)
+            .cloned()
+            .collect();
+        if was.get(*entity) != Some(&then) {
+            return Ok(None);
+        }
+        for item in items {
+            let old = item.nights.iter().all(|n| n.as_str() <= upto);
+            let new = item.nights.iter().all(|n| n.as_str() > upto);
+            let side = match (old, new) {
+                (true, _) => &mut before,
+                (_, true) => &mut since,
+                _ => return Ok(None),
+            };
+            side.entry(entity).or_default().extend(item.files.iter().cloned());
+        }
+    }
+    let inputs = |m: &BTreeMap<&str, Vec<FileEntry>>| -> [Vec<FileEntry>; 4] {
+        COUNTED.map(|e| m.get(e).cloned().unwrap_or_default())
+    };
+    let [users, follows, posts, comments] = inputs(&before);
+    let history = crate::load::counters::Inputs {
+        users: &users,
+        follows: &follows,
+        posts: &posts,
+        comments: &comments,
+        mention_posts: &[],
+    };
+    let [users, follows, posts, comments] = inputs(&since);
+    let nights = crate::load::counters::Inputs {
+        users: &users,
+        follows: &follows,
+        posts: &posts,
+        comments: &comments,
+        mention_posts,
+    };
+    Ok(Some(super::delta::delta(fs, &history, &nights, snapshot)?))
 }
 
 /// The night's committed part files of every entity; an error when it has none.
