@@ -499,7 +499,11 @@ mod tests {
     }
 
     /// Each night's files (users, follows, posts, comments) under `dir`, one folder a night.
-    fn write_nights(fs: &FileSystems, dir: &std::path::Path, nights: &[Night]) -> [Vec<FileEntry>; 4] {
+    fn write_nights(
+        fs: &FileSystems,
+        dir: &std::path::Path,
+        nights: &[Night],
+    ) -> [Vec<FileEntry>; 4] {
         let (mut users, mut follows, mut posts, mut comments) = (vec![], vec![], vec![], vec![]);
         for (k, n) in nights.iter().enumerate() {
             let d = dir.join(format!("n{k}"));
@@ -523,9 +527,8 @@ mod tests {
                     ("followee", i64s(n.follows.iter().map(|f| Some(f.1)))),
                 ],
             ));
-            let created =
-                TimestampMillisecondArray::from_iter_values(n.posts.iter().map(|p| p.2))
-                    .with_timezone("UTC");
+            let created = TimestampMillisecondArray::from_iter_values(n.posts.iter().map(|p| p.2))
+                .with_timezone("UTC");
             posts.push(write(
                 fs,
                 &d,
@@ -611,7 +614,11 @@ mod tests {
             let moved = |m: i64| m % 11 == 0 || m % 13 == 0;
             let mut back = Vec::new();
             for post in nights[1].posts.iter_mut().filter(|p| moved(p.0)) {
-                post.1 = Some(if post.0 % 11 == 0 { 100 + post.0 % 3 } else { 200 });
+                post.1 = Some(if post.0 % 11 == 0 {
+                    100 + post.0 % 3
+                } else {
+                    200
+                });
                 back.push((post.0, Some(7), post.2, post.3));
             }
             nights[3].posts.retain(|p| !moved(p.0));
@@ -627,7 +634,12 @@ mod tests {
             };
             for k in 1..nights.len() {
                 let root = fs
-                    .parse(dir.path().join(format!("state-{seed}-{k}")).to_str().unwrap())
+                    .parse(
+                        dir.path()
+                            .join(format!("state-{seed}-{k}"))
+                            .to_str()
+                            .unwrap(),
+                    )
                     .unwrap();
                 let state = State::new(&root, "ns");
                 let next = state.next(&fs, "2026-11-01", false).unwrap();
@@ -642,9 +654,8 @@ mod tests {
                     for p in 0..n {
                         let all = upto(0, nights.len());
                         let want = compute(&fs, &all, p, n, &mut |_| Ok(())).unwrap();
-                        let got =
-                            delta::partition(&fs, &d, &snapshot, &[], p, n, &mut |_| Ok(()))
-                                .unwrap();
+                        let got = delta::partition(&fs, &d, &snapshot, &[], p, n, &mut |_| Ok(()))
+                            .unwrap();
                         assert_eq!(got, want, "seed {seed}, snapshot of {k} nights, {p}/{n}");
                     }
                 }

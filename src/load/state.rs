@@ -227,7 +227,11 @@ impl Snapshot {
 
 impl Snapshot {
     /// The snapshot's users whose uid `keep` accepts, from every part.
-    pub fn users_where(&self, fs: &FileSystems, keep: &dyn Fn(i64) -> bool) -> Result<Map<UserCounts>> {
+    pub fn users_where(
+        &self,
+        fs: &FileSystems,
+        keep: &dyn Fn(i64) -> bool,
+    ) -> Result<Map<UserCounts>> {
         let files: Vec<&FileEntry> = self.users.iter().collect();
         read_counts(fs, &files, user_schema(), |c, i| {
             let uid = c[0].value(i);
@@ -236,11 +240,20 @@ impl Snapshot {
     }
 
     /// The snapshot's posts whose mid `keep` accepts, from every part.
-    pub fn posts_where(&self, fs: &FileSystems, keep: &dyn Fn(i64) -> bool) -> Result<Map<PostCounts>> {
+    pub fn posts_where(
+        &self,
+        fs: &FileSystems,
+        keep: &dyn Fn(i64) -> bool,
+    ) -> Result<Map<PostCounts>> {
         let files: Vec<&FileEntry> = self.posts.iter().collect();
         read_counts(fs, &files, post_schema(), |c, i| {
             let mid = c[0].value(i);
-            keep(mid).then(|| (mid, (c[1].value(i), c[2].value(i), c[3].value(i), c[4].value(i))))
+            keep(mid).then(|| {
+                (
+                    mid,
+                    (c[1].value(i), c[2].value(i), c[3].value(i), c[4].value(i)),
+                )
+            })
         })
     }
 }

@@ -242,7 +242,9 @@ fn covered(taken: &BTreeMap<&str, Vec<history::Taken>>) -> state::Covered {
     taken
         .iter()
         .map(|(e, t)| {
-            let nights = t.iter().flat_map(|t| t.nights.iter().cloned().zip(t.stamps.clone()));
+            let nights = t
+                .iter()
+                .flat_map(|t| t.nights.iter().cloned().zip(t.stamps.clone()));
             (e.to_string(), nights.collect())
         })
         .collect()
@@ -282,7 +284,9 @@ fn carry(
                 (_, true) => &mut since,
                 _ => return Ok(None),
             };
-            side.entry(entity).or_default().extend(item.files.iter().cloned());
+            side.entry(entity)
+                .or_default()
+                .extend(item.files.iter().cloned());
         }
     }
     let inputs = |m: &BTreeMap<&str, Vec<FileEntry>>| -> [Vec<FileEntry>; 4] {
