@@ -52,6 +52,25 @@ pub struct PartitionCounters {
     pub unresolved_mentions: u64,
 }
 
+impl PartitionCounters {
+    /// From a partition's maps, each sorted by key.
+    pub(super) fn sorted<S>(
+        users: std::collections::HashMap<i64, UserCounts, S>,
+        posts: std::collections::HashMap<i64, PostCounts, S>,
+        unresolved_mentions: u64,
+    ) -> PartitionCounters {
+        let mut users: Vec<(i64, UserCounts)> = users.into_iter().collect();
+        users.sort_unstable_by_key(|(uid, _)| *uid);
+        let mut posts: Vec<(i64, PostCounts)> = posts.into_iter().collect();
+        posts.sort_unstable_by_key(|(mid, _)| *mid);
+        PartitionCounters {
+            users,
+            posts,
+            unresolved_mentions,
+        }
+    }
+}
+
 /// followers, following, posts, reposts received, comments received.
 pub type UserCounts = [i64; 5];
 /// author uid (0 when unknown), created_at ms, reposts, comments.
@@ -76,6 +95,26 @@ pub struct Inputs<'a> {
     /// The posts whose mentions the run writes (the night being loaded); the names they
     /// mention are resolved against every night's users.
     pub mention_posts: &'a [FileEntry],
+}
+
+/// The entities the counters read, by their names in [`Inputs::of`].
+pub const COUNTED: [&str; 4] = ["users", "follows", "posts", "comments"];
+
+impl<'a> Inputs<'a> {
+    /// The inputs in `files`, by entity ([`COUNTED`]; one not there is empty).
+    pub fn of(
+        files: &'a std::collections::BTreeMap<&str, Vec<FileEntry>>,
+        mention_posts: &'a [FileEntry],
+    ) -> Inputs<'a> {
+        let of = |entity: &str| files.get(entity).map_or(&[][..], Vec::as_slice);
+        Inputs {
+            users: of("users"),
+            follows: of("follows"),
+            posts: of("posts"),
+            comments: of("comments"),
+            mention_posts,
+        }
+    }
 }
 
 /// How many partitions keep one pass within `budget` bytes. The users (counters and names)
@@ -151,62 +190,37 @@ pub fn compute(
     let mine = |uid: i64| uid_partition(uid, n) == p;
     let mut users: FxHashMap<i64, UserCounts> = FxHashMap::default();
     let mut names: FxHashMap<String, i64> = FxHashMap::default();
-    for f in inputs.users {
-        parquet_io::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
-            let uid = ids(f, b, "uid")?;
-            let name = crate::dataset::columns::opt_texts(b, "screen_name");
-            for i in 0..b.num_rows() {
-                let u = uid.value(i);
-                if mine(u) {
-                    users.entry(u).or_default();
-                }
-                if let Some(name) = name.filter(|c| !c.is_null(i)).map(|c| c.value(i)) {
-                    if name_partition(name, n) == p {
-                        names.insert(name.to_string(), u);
-                    }
-                }
-            }
-            Ok(())
-        })?;
-    }
+    for_users(fs, inputs.users, |u, name| {
+        if mine(u) {
+            users.entry(u).or_default();
+        }
+        if let Some(name) = name.filter(|name| name_partition(name, n) == p) {
+            names.insert(name.to_string(), u);
+        }
+    })?;
     // Follow edges by their two ends: a pair crawled on several nights counts once.
     let (mut out_ends, mut in_ends) = (Vec::new(), Vec::new());
-    for f in inputs.follows {
-        parquet_io::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
-            let (a, e) = (ids(f, b, "follower")?, ids(f, b, "followee")?);
-            for (&a, &e) in a.values().iter().zip(e.values()) {
-                if mine(a) {
-                    out_ends.push((a, e));
-                }
-                if mine(e) {
-                    in_ends.push((e, a));
-                }
-            }
-            Ok(())
-        })?;
-    }
+    for_pairs(fs, inputs.follows, |a, e| {
+        if mine(a) {
+            out_ends.push((a, e));
+        }
+        if mine(e) {
+            in_ends.push((e, a));
+        }
+    })?;
     count_sorted(&mut users, in_ends, 0);
     count_sorted(&mut users, out_ends, 1);
 
     // Posts: the newest night's record of each mid decides its author, so an older record
     // owned here is dropped when a newer one is owned elsewhere.
     let mut posts: FxHashMap<i64, PostCounts> = FxHashMap::default();
-    for f in inputs.posts {
-        parquet_io::read_parquet_columns(fs, f, &["mid", "uid", "created_at"], &mut |b| {
-            let mid = ids(f, b, "mid")?;
-            let uid = opt_ids(b, "uid");
-            let created = times(f, b, "created_at")?;
-            for i in 0..b.num_rows() {
-                let (m, author) = (mid.value(i), opt(uid, i));
-                if post_partition(author, m, n) == p {
-                    posts.insert(m, (author.unwrap_or(0), created.value(i), 0, 0));
-                } else if !posts.is_empty() {
-                    posts.remove(&m);
-                }
-            }
-            Ok(())
-        })?;
-    }
+    for_posts(fs, inputs.posts, &POST_OWNERS, |m, author, at, _| {
+        if post_partition(author, m, n) == p {
+            posts.insert(m, (author.unwrap_or(0), at, 0, 0));
+        } else if !posts.is_empty() {
+            posts.remove(&m);
+        }
+    })?;
     for (author, ..) in posts.values() {
         if *author != 0 {
             users.entry(*author).or_default()[2] += 1;
@@ -215,38 +229,25 @@ pub fn compute(
     // Reposts and comments of the posts owned here, each counted once (by its own mid or cid)
     // with the target its newest record names.
     let mut reposts: FxHashMap<i64, i64> = FxHashMap::default();
-    for f in inputs.posts {
-        parquet_io::read_parquet_columns(fs, f, &["mid", "retweet_mid"], &mut |b| {
-            let mid = ids(f, b, "mid")?;
-            let rt = opt_ids(b, "retweet_mid");
-            for i in 0..b.num_rows() {
-                match opt(rt, i).filter(|r| posts.contains_key(r)) {
-                    Some(r) => {
-                        reposts.insert(mid.value(i), r);
-                    }
-                    None if !reposts.is_empty() => {
-                        reposts.remove(&mid.value(i));
-                    }
-                    None => {}
-                }
+    for_posts(fs, inputs.posts, &POST_TARGETS, |m, _, _, rt| {
+        match rt.filter(|r| posts.contains_key(r)) {
+            Some(r) => {
+                reposts.insert(m, r);
             }
-            Ok(())
-        })?;
-    }
+            None if !reposts.is_empty() => {
+                reposts.remove(&m);
+            }
+            None => {}
+        }
+    })?;
     let mut comments: FxHashMap<i64, i64> = FxHashMap::default();
-    for f in inputs.comments {
-        parquet_io::read_parquet_columns(fs, f, &["cid", "mid"], &mut |b| {
-            let (cid, mid) = (ids(f, b, "cid")?, ids(f, b, "mid")?);
-            for (&c, &m) in cid.values().iter().zip(mid.values()) {
-                if posts.contains_key(&m) {
-                    comments.insert(c, m);
-                } else if !comments.is_empty() {
-                    comments.remove(&c);
-                }
-            }
-            Ok(())
-        })?;
-    }
+    for_comments(fs, inputs.comments, |c, m| {
+        if posts.contains_key(&m) {
+            comments.insert(c, m);
+        } else if !comments.is_empty() {
+            comments.remove(&c);
+        }
+    })?;
     for r in reposts.into_values() {
         received(&mut posts, &mut users, r, 2);
     }
@@ -255,15 +256,98 @@ pub fn compute(
     }
 
     let unresolved_mentions = mentions(fs, inputs.mention_posts, p, n, &names, mention)?;
-    let mut users: Vec<(i64, UserCounts)> = users.into_iter().collect();
-    users.sort_unstable_by_key(|(uid, _)| *uid);
-    let mut posts: Vec<(i64, PostCounts)> = posts.into_iter().collect();
-    posts.sort_unstable_by_key(|(mid, _)| *mid);
-    Ok(PartitionCounters {
-        users,
-        posts,
-        unresolved_mentions,
-    })
+    Ok(PartitionCounters::sorted(users, posts, unresolved_mentions))
+}
+
+/// The columns of a post record [`for_posts`] reads: who owns it and when (`POST_OWNERS`),
+/// what it reposts (`POST_TARGETS`), or all of it (`POST_RECORDS`).
+pub(super) const POST_OWNERS: [&str; 3] = ["mid", "uid", "created_at"];
+pub(super) const POST_TARGETS: [&str; 2] = ["mid", "retweet_mid"];
+pub(super) const POST_RECORDS: [&str; 4] = ["mid", "uid", "created_at", "retweet_mid"];
+
+/// Each user record, in file order: uid and screen name.
+pub(super) fn for_users(
+    fs: &FileSystems,
+    files: &[FileEntry],
+    mut f: impl FnMut(i64, Option<&str>),
+) -> Result<()> {
+    for file in files {
+        parquet_io::read_parquet_columns(fs, file, &["uid", "screen_name"], &mut |b| {
+            let uid = ids(file, b, "uid")?;
+            let name = crate::dataset::columns::opt_texts(b, "screen_name");
+            for i in 0..b.num_rows() {
+                f(
+                    uid.value(i),
+                    name.filter(|c| !c.is_null(i)).map(|c| c.value(i)),
+                );
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Each follow record, in file order: follower and followee.
+pub(super) fn for_pairs(
+    fs: &FileSystems,
+    files: &[FileEntry],
+    mut f: impl FnMut(i64, i64),
+) -> Result<()> {
+    for file in files {
+        parquet_io::read_parquet_columns(fs, file, &["follower", "followee"], &mut |b| {
+            let (a, e) = (ids(file, b, "follower")?, ids(file, b, "followee")?);
+            for (&a, &e) in a.values().iter().zip(e.values()) {
+                f(a, e);
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Each post record, in file order, of the `columns` read (one of the `POST_*`): mid,
+/// author, time (0 when not read) and repost target.
+pub(super) fn for_posts(
+    fs: &FileSystems,
+    files: &[FileEntry],
+    columns: &[&str],
+    mut f: impl FnMut(i64, Option<i64>, i64, Option<i64>),
+) -> Result<()> {
+    let with_time = columns.contains(&"created_at");
+    for file in files {
+        parquet_io::read_parquet_columns(fs, file, columns, &mut |b| {
+            let mid = ids(file, b, "mid")?;
+            let (uid, rt) = (opt_ids(b, "uid"), opt_ids(b, "retweet_mid"));
+            let created = match with_time {
+                true => Some(times(file, b, "created_at")?),
+                false => None,
+            };
+            for i in 0..b.num_rows() {
+                let at = created.map_or(0, |c| c.value(i));
+                f(mid.value(i), opt(uid, i), at, opt(rt, i));
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Each comment record, in file order: cid and the post it comments.
+pub(super) fn for_comments(
+    fs: &FileSystems,
+    files: &[FileEntry],
+    mut f: impl FnMut(i64, i64),
+) -> Result<()> {
+    for file in files {
+        parquet_io::read_parquet_columns(fs, file, &["cid", "mid"], &mut |b| {
+            let (cid, mid) = (ids(file, b, "cid")?, ids(file, b, "mid")?);
+            for (&c, &m) in cid.values().iter().zip(mid.values()) {
+                f(c, m);
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Resolves the mentions (`at_users`) of `posts` whose names hash to partition `p` of `n`

@@ -10,13 +10,11 @@
 //! now, and whether an author who lost every post is still a crawled user. Memory follows
 //! the delta, plus one partition of the snapshot at a time.
 
-use arrow::array::Array;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::counters::{self, Inputs, Mention, PartitionCounters, PostCounts, UserCounts};
+use super::counters::{self, for_comments, for_pairs, for_posts, for_users};
+use super::counters::{Inputs, Mention, PartitionCounters, PostCounts, UserCounts};
 use super::state::Snapshot;
-use crate::dataset::columns::{ids, opt, opt_ids, opt_texts, times};
-use crate::dataset::parquet_io;
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems};
 
@@ -82,7 +80,7 @@ pub fn delta(
         .flat_map(|(m, r)| std::iter::once(*m).chain(r.2))
         .chain(tonight.comments.values().copied())
         .collect();
-    let mut known = snapshot.posts_where(fs, &|m| named.contains(&m))?;
+    let mut known = snapshot.posts_where(fs, |m| named.contains(&m))?;
     let new_posts: FxHashSet<i64> = tonight
         .posts
         .keys()
@@ -99,7 +97,7 @@ pub fn delta(
         .filter(|t| !known.contains_key(t))
         .copied()
         .collect();
-    known.extend(snapshot.posts_where(fs, &|m| earlier.contains(&m))?);
+    known.extend(snapshot.posts_where(fs, |m| earlier.contains(&m))?);
 
     let mut d = Delta::default();
     d.seen.extend(tonight.users.iter().copied());
@@ -152,7 +150,7 @@ pub fn delta(
     }
     // An author who lost every post keeps an entry only if a night crawled them.
     let old: FxHashSet<i64> = old_authors.difference(&d.seen).copied().collect();
-    let then = snapshot.users_where(fs, &|u| old.contains(&u))?;
+    let then = snapshot.users_where(fs, |u| old.contains(&u))?;
     let mut suspects: FxHashSet<i64> = old
         .into_iter()
         .filter(|u| {
@@ -163,7 +161,7 @@ pub fn delta(
         .collect();
     let wanted = counters::mentioned_names(fs, nights.mention_posts)?;
     for files in [history.users, nights.users] {
-        for_users(fs, files, &mut |uid, name| {
+        for_users(fs, files, |uid, name| {
             suspects.remove(&uid);
             if let Some(name) = name.filter(|n| wanted.contains(*n)) {
                 d.names.insert(name.to_string(), uid);
@@ -215,15 +213,7 @@ pub fn partition(
         }
     }
     let unresolved_mentions = counters::mentions(fs, mention_posts, p, n, &d.names, mention)?;
-    let mut users: Vec<(i64, UserCounts)> = users.into_iter().collect();
-    users.sort_unstable_by_key(|(uid, _)| *uid);
-    let mut posts: Vec<(i64, PostCounts)> = posts.into_iter().collect();
-    posts.sort_unstable_by_key(|(mid, _)| *mid);
-    Ok(PartitionCounters {
-        users,
-        posts,
-        unresolved_mentions,
-    })
+    Ok(PartitionCounters::sorted(users, posts, unresolved_mentions))
 }
 
 fn add(users: &mut FxHashMap<i64, UserCounts>, uid: i64, slot: usize, by: i64) {
@@ -235,16 +225,21 @@ fn add(users: &mut FxHashMap<i64, UserCounts>, uid: i64, slot: usize, by: i64) {
 /// The new nights' records, the later one winning per key.
 fn read_tonight(fs: &FileSystems, nights: &Inputs<'_>) -> Result<Tonight> {
     let mut t = Tonight::default();
-    for_users(fs, nights.users, &mut |uid, _| {
+    for_users(fs, nights.users, |uid, _| {
         t.users.insert(uid);
     })?;
-    for_pairs(fs, nights.follows, &mut |a, e| {
+    for_pairs(fs, nights.follows, |a, e| {
         t.pairs.insert((a, e));
     })?;
-    for_posts(fs, nights.posts, true, &mut |m, author, at, rt| {
-        t.posts.insert(m, (author.unwrap_or(0), at, rt));
-    })?;
-    for_comments(fs, nights.comments, &mut |c, m| {
+    for_posts(
+        fs,
+        nights.posts,
+        &counters::POST_RECORDS,
+        |m, author, at, rt| {
+            t.posts.insert(m, (author.unwrap_or(0), at, rt));
+        },
+    )?;
+    for_comments(fs, nights.comments, |c, m| {
         t.comments.insert(c, m);
     })?;
     Ok(t)
@@ -257,7 +252,7 @@ fn new_follow_pairs(
     tonight: &Tonight,
 ) -> Result<FxHashSet<(i64, i64)>> {
     let mut new = tonight.pairs.clone();
-    for_pairs(fs, history.follows, &mut |a, e| {
+    for_pairs(fs, history.follows, |a, e| {
         new.remove(&(a, e));
     })?;
     Ok(new)
@@ -307,7 +302,7 @@ fn read_before(
     new_posts: &FxHashSet<i64>,
 ) -> Result<Before> {
     let mut b = Before::default();
-    for_posts(fs, history.posts, false, &mut |m, _, _, rt| {
+    for_posts(fs, history.posts, &counters::POST_TARGETS, |m, _, _, rt| {
         if tonight.posts.contains_key(&m) {
             b.targets.insert(m, rt);
         } else if let Some(t) = rt.filter(|t| new_posts.contains(t)) {
@@ -316,7 +311,7 @@ fn read_before(
             b.reposts_of_new.remove(&m);
         }
     })?;
-    for_comments(fs, history.comments, &mut |c, m| {
+    for_comments(fs, history.comments, |c, m| {
         if tonight.comments.contains_key(&c) {
             b.commented.insert(c, m);
         } else if new_posts.contains(&m) {
@@ -326,78 +321,4 @@ fn read_before(
         }
     })?;
     Ok(b)
-}
-
-fn for_users(
-    fs: &FileSystems,
-    files: &[FileEntry],
-    f: &mut dyn FnMut(i64, Option<&str>),
-) -> Result<()> {
-    for file in files {
-        parquet_io::read_parquet_columns(fs, file, &["uid", "screen_name"], &mut |b| {
-            let uid = ids(file, b, "uid")?;
-            let name = opt_texts(b, "screen_name");
-            for i in 0..b.num_rows() {
-                let name = name.filter(|c| !c.is_null(i)).map(|c| c.value(i));
-                f(uid.value(i), name);
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-fn for_pairs(fs: &FileSystems, files: &[FileEntry], f: &mut dyn FnMut(i64, i64)) -> Result<()> {
-    for file in files {
-        parquet_io::read_parquet_columns(fs, file, &["follower", "followee"], &mut |b| {
-            let (a, e) = (ids(file, b, "follower")?, ids(file, b, "followee")?);
-            for (&a, &e) in a.values().iter().zip(e.values()) {
-                f(a, e);
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-/// Each post record: mid, author, time (when `with_time`, else 0) and repost target.
-fn for_posts(
-    fs: &FileSystems,
-    files: &[FileEntry],
-    with_time: bool,
-    f: &mut dyn FnMut(i64, Option<i64>, i64, Option<i64>),
-) -> Result<()> {
-    let columns: &[&str] = match with_time {
-        true => &["mid", "uid", "created_at", "retweet_mid"],
-        false => &["mid", "retweet_mid"],
-    };
-    for file in files {
-        parquet_io::read_parquet_columns(fs, file, columns, &mut |b| {
-            let mid = ids(file, b, "mid")?;
-            let (uid, rt) = (opt_ids(b, "uid"), opt_ids(b, "retweet_mid"));
-            let created = match with_time {
-                true => Some(times(file, b, "created_at")?),
-                false => None,
-            };
-            for i in 0..b.num_rows() {
-                let at = created.map_or(0, |c| c.value(i));
-                f(mid.value(i), opt(uid, i), at, opt(rt, i));
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-fn for_comments(fs: &FileSystems, files: &[FileEntry], f: &mut dyn FnMut(i64, i64)) -> Result<()> {
-    for file in files {
-        parquet_io::read_parquet_columns(fs, file, &["cid", "mid"], &mut |b| {
-            let (cid, mid) = (ids(file, b, "cid")?, ids(file, b, "mid")?);
-            for (&c, &m) in cid.values().iter().zip(mid.values()) {
-                f(c, m);
-            }
-            Ok(())
-        })?;
-    }
-    Ok(())
 }

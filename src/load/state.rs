@@ -206,56 +206,61 @@ impl Snapshot {
     /// The snapshot's users in partition `p` of `n`.
     pub fn users(&self, fs: &FileSystems, p: u32, n: u32) -> Result<Map<UserCounts>> {
         let files = self.parts(&self.users, "users", p, n);
-        read_counts(fs, &files, user_schema(), |c, i| {
-            let uid = c[0].value(i);
-            (counters::uid_partition(uid, n) == p)
-                .then(|| (uid, [1, 2, 3, 4, 5].map(|k| c[k].value(i))))
-        })
+        read_users(fs, &files, |uid| counters::uid_partition(uid, n) == p)
     }
 
     /// The snapshot's posts in partition `p` of `n`.
     pub fn posts(&self, fs: &FileSystems, p: u32, n: u32) -> Result<Map<PostCounts>> {
         let files = self.parts(&self.posts, "posts", p, n);
-        read_counts(fs, &files, post_schema(), |c, i| {
-            let (mid, uid) = (c[0].value(i), c[1].value(i));
+        read_posts(fs, &files, |mid, uid| {
             let author = (uid != 0).then_some(uid);
-            (counters::post_partition(author, mid, n) == p)
-                .then(|| (mid, (uid, c[2].value(i), c[3].value(i), c[4].value(i))))
+            counters::post_partition(author, mid, n) == p
         })
     }
-}
 
-impl Snapshot {
     /// The snapshot's users whose uid `keep` accepts, from every part.
     pub fn users_where(
         &self,
         fs: &FileSystems,
-        keep: &dyn Fn(i64) -> bool,
+        keep: impl Fn(i64) -> bool,
     ) -> Result<Map<UserCounts>> {
-        let files: Vec<&FileEntry> = self.users.iter().collect();
-        read_counts(fs, &files, user_schema(), |c, i| {
-            let uid = c[0].value(i);
-            keep(uid).then(|| (uid, [1, 2, 3, 4, 5].map(|k| c[k].value(i))))
-        })
+        read_users(fs, &self.users.iter().collect::<Vec<_>>(), keep)
     }
 
     /// The snapshot's posts whose mid `keep` accepts, from every part.
     pub fn posts_where(
         &self,
         fs: &FileSystems,
-        keep: &dyn Fn(i64) -> bool,
+        keep: impl Fn(i64) -> bool,
     ) -> Result<Map<PostCounts>> {
-        let files: Vec<&FileEntry> = self.posts.iter().collect();
-        read_counts(fs, &files, post_schema(), |c, i| {
-            let mid = c[0].value(i);
-            keep(mid).then(|| {
-                (
-                    mid,
-                    (c[1].value(i), c[2].value(i), c[3].value(i), c[4].value(i)),
-                )
-            })
+        read_posts(fs, &self.posts.iter().collect::<Vec<_>>(), |mid, _| {
+            keep(mid)
         })
     }
+}
+
+/// The users of snapshot parts whose uid `keep` accepts.
+fn read_users(
+    fs: &FileSystems,
+    files: &[&FileEntry],
+    keep: impl Fn(i64) -> bool,
+) -> Result<Map<UserCounts>> {
+    read_counts(fs, files, user_schema(), |c, i| {
+        let uid = c[0].value(i);
+        keep(uid).then(|| (uid, [1, 2, 3, 4, 5].map(|k| c[k].value(i))))
+    })
+}
+
+/// The posts of snapshot parts that `keep` accepts, given the mid and the author (0: unknown).
+fn read_posts(
+    fs: &FileSystems,
+    files: &[&FileEntry],
+    keep: impl Fn(i64, i64) -> bool,
+) -> Result<Map<PostCounts>> {
+    read_counts(fs, files, post_schema(), |c, i| {
+        let (mid, uid) = (c[0].value(i), c[1].value(i));
+        keep(mid, uid).then(|| (mid, (uid, c[2].value(i), c[3].value(i), c[4].value(i))))
+    })
 }
 
 /// Counters by key, as the snapshot holds them.
@@ -473,19 +478,13 @@ pub fn check(fs: &FileSystems, clean_root: &Location) -> Result<Vec<SnapshotChec
 
 /// [`check`] for one snapshot.
 fn check_one(fs: &FileSystems, clean_root: &Location, s: &Snapshot) -> Result<SnapshotCheck> {
-    let mut history = HashMap::new();
-    for entity in ["users", "follows", "posts", "comments"] {
+    let mut history = std::collections::BTreeMap::new();
+    for entity in counters::COUNTED {
         let taken = history::take_history(fs, &clean_root.join(entity), &s.as_of)?;
         let files: Vec<FileEntry> = taken.into_iter().flat_map(|t| t.files).collect();
         history.insert(entity, files);
     }
-    let inputs = counters::Inputs {
-        users: &history["users"],
-        follows: &history["follows"],
-        posts: &history["posts"],
-        comments: &history["comments"],
-        mention_posts: &[],
-    };
+    let inputs = counters::Inputs::of(&history, &[]);
     let mut found = SnapshotCheck {
         as_of: s.as_of.clone(),
         ..SnapshotCheck::default()

@@ -20,6 +20,7 @@ use crate::hbase::write::route::{bulk_target, choose};
 use crate::hbase::write::writers::{bulk_share, queue_share, with_writers, BulkTarget, Unit};
 use crate::hbase::write::{cell_timestamp, ensure_tables, Via, WriteOptions, WriteReport};
 use crate::hdfs::{FileEntry, FileSystems, Location};
+use crate::load::counters::{Inputs, COUNTED};
 use counting::Counting;
 
 /// What every unit of a night shares.
@@ -139,13 +140,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         (Some(s), true) => carry(fs, s, &taken, &files["posts"])?,
         _ => None,
     };
-    let inputs = crate::load::counters::Inputs {
-        users: &history["users"],
-        follows: &history["follows"],
-        posts: &history["posts"],
-        comments: &history["comments"],
-        mention_posts: &files["posts"],
-    };
+    let inputs = Inputs::of(&history, &files["posts"]);
     let partitions = match counted {
         true => counter_partitions(fs, &inputs, w)?,
         false => 1,
@@ -234,9 +229,6 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     Ok(report)
 }
 
-/// The entities the counters read.
-const COUNTED: [&str; 4] = ["users", "follows", "posts", "comments"];
-
 /// Per counted entity, the nights read and their stamps.
 fn covered(taken: &BTreeMap<&str, Vec<history::Taken>>) -> state::Covered {
     taken
@@ -289,25 +281,7 @@ fn carry(
                 .extend(item.files.iter().cloned());
         }
     }
-    let inputs = |m: &BTreeMap<&str, Vec<FileEntry>>| -> [Vec<FileEntry>; 4] {
-        COUNTED.map(|e| m.get(e).cloned().unwrap_or_default())
-    };
-    let [users, follows, posts, comments] = inputs(&before);
-    let history = crate::load::counters::Inputs {
-        users: &users,
-        follows: &follows,
-        posts: &posts,
-        comments: &comments,
-        mention_posts: &[],
-    };
-    let [users, follows, posts, comments] = inputs(&since);
-    let nights = crate::load::counters::Inputs {
-        users: &users,
-        follows: &follows,
-        posts: &posts,
-        comments: &comments,
-        mention_posts,
-    };
+    let (history, nights) = (Inputs::of(&before, &[]), Inputs::of(&since, mention_posts));
     Ok(Some(super::delta::delta(fs, &history, &nights, snapshot)?))
 }
 
