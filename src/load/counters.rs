@@ -677,7 +677,7 @@ mod tests {
     }
 
     /// The snapshot of the first k nights (cut in 2 partitions) carried forward over the
-    /// rest equals a pass over every night, in 1 and 3 partitions: with posts whose author
+    /// rest equals a pass over every night, in 1, 2 (its own cut) and 3 partitions: with posts whose author
     /// changes between known users, reposts and comments crawled again with other targets,
     /// and older ones whose post arrives only later.
     #[test]
@@ -734,13 +734,33 @@ mod tests {
                 next.commit(&fs, &state, 2).unwrap();
                 let snapshot = state.latest(&fs).unwrap().unwrap();
                 let d = delta::delta(&fs, &upto(0, k), &upto(k, nights.len()), &snapshot).unwrap();
-                for n in [1, 3] {
+                for n in [1, 2, 3] {
                     for p in 0..n {
                         let all = upto(0, nights.len());
                         let want = compute(&fs, &all, p, n, &mut |_| Ok(())).unwrap();
-                        let got = delta::partition(&fs, &d, &snapshot, &[], p, n, &mut |_| Ok(()))
-                            .unwrap();
+                        let mut got = PartitionCounters::default();
+                        let (changes, unresolved) = delta::partition(
+                            &fs,
+                            &d,
+                            &snapshot,
+                            &[],
+                            p,
+                            n,
+                            &mut |_| Ok(()),
+                            &mut got,
+                        )
+                        .unwrap();
+                        got.unresolved_mentions = unresolved;
+                        let want_changes = crate::load::state::changes(
+                            &want,
+                            &snapshot.users(&fs, p, n).unwrap(),
+                            &snapshot.posts(&fs, p, n).unwrap(),
+                        );
                         assert_eq!(got, want, "seed {seed}, snapshot of {k} nights, {p}/{n}");
+                        assert_eq!(
+                            changes, want_changes,
+                            "changes: seed {seed}, snapshot of {k} nights, {p}/{n}"
+                        );
                     }
                 }
             }

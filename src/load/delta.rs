@@ -8,13 +8,13 @@
 //! history's id columns: whether a follow pair was crawled already, the earlier target of a
 //! repost or a comment crawled again, the older reposts and comments of a post crawled only
 //! now, and whether an author who lost every post is still a crawled user. Memory follows
-//! the delta, plus one partition of the snapshot at a time.
+//! the delta, plus a batch of each part of the snapshot, which is streamed.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::counters::{self, for_comments, for_pairs, for_posts, for_users};
 use super::counters::{Inputs, Mention, PartitionCounters, PostCounts, UserCounts};
-use super::state::Snapshot;
+use super::state::{Changes, PartWriter, Row, Snapshot};
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems};
 
@@ -87,7 +87,28 @@ pub fn delta(
         .filter(|m| !known.contains_key(m))
         .copied()
         .collect();
-    let before = read_before(fs, history, &tonight, &new_posts)?;
+    let mut d = Delta::default();
+    d.seen.extend(tonight.users.iter().copied());
+    for &(a, e) in &tonight.pairs {
+        d.seen.extend([a, e]);
+    }
+    // Tonight's posts are all in `known` already (`named`).
+    let old_authors = move_posts(&mut d, &tonight, &known);
+    // Authors who lost a post and whom tonight does not name: their entry may go.
+    let old: FxHashSet<i64> = old_authors.difference(&d.seen).copied().collect();
+    // The history's scans are independent: side by side, as they wait on HDFS as much as
+    // they decode. The users scan keeps every name tonight's posts mention.
+    let wanted = counters::mentioned_names(fs, nights.mention_posts)?;
+    let (before, (new_pairs, users)) = rayon::join(
+        || read_before(fs, history, &tonight, &new_posts),
+        || {
+            rayon::join(
+                || new_follow_pairs(fs, history, &tonight),
+                || crawled_users(fs, [history.users, nights.users], &old, &wanted),
+            )
+        },
+    );
+    let (before, new_pairs, (crawled, names)) = (before?, new_pairs?, users?);
     // Earlier targets the snapshot may hold counts for, not named tonight.
     let earlier: FxHashSet<i64> = before
         .targets
@@ -99,17 +120,10 @@ pub fn delta(
         .collect();
     known.extend(snapshot.posts_where(fs, |m| earlier.contains(&m))?);
 
-    let mut d = Delta::default();
-    d.seen.extend(tonight.users.iter().copied());
-    let new_pairs = new_follow_pairs(fs, history, &tonight)?;
     for &(a, e) in &new_pairs {
         add(&mut d.users, e, 0, 1);
         add(&mut d.users, a, 1, 1);
     }
-    for &(a, e) in &tonight.pairs {
-        d.seen.extend([a, e]);
-    }
-    let old_authors = move_posts(&mut d, &tonight, &known);
     let author = |t: i64| -> i64 {
         match tonight.posts.get(&t) {
             Some(r) => r.0,
@@ -149,7 +163,6 @@ pub fn delta(
         }
     }
     // An author who lost every post keeps an entry only if a night crawled them.
-    let old: FxHashSet<i64> = old_authors.difference(&d.seen).copied().collect();
     let then = snapshot.users_where(fs, |u| old.contains(&u))?;
     let mut suspects: FxHashSet<i64> = old
         .into_iter()
@@ -159,22 +172,69 @@ pub fn delta(
             (0..5).all(|k| was[k] + change[k] == 0)
         })
         .collect();
-    let wanted = counters::mentioned_names(fs, nights.mention_posts)?;
-    for files in [history.users, nights.users] {
-        for_users(fs, files, |uid, name| {
-            suspects.remove(&uid);
-            if let Some(name) = name.filter(|n| wanted.contains(*n)) {
-                d.names.insert(name.to_string(), uid);
-            }
-        })?;
-    }
+    suspects.retain(|u| !crawled.contains(u));
+    d.names = names;
     d.gone = suspects;
     Ok(d)
 }
 
-/// The counters of partition `p` of `n`: the snapshot's, with `d` applied; `mention`
-/// receives the mentions of `mention_posts` whose names hash here, as
-/// [`counters::compute`] gives them.
+/// The users of `among` that the nights crawled, and the newest holder of each name in
+/// `wanted` (files in night order).
+fn crawled_users(
+    fs: &FileSystems,
+    nights: [&[FileEntry]; 2],
+    among: &FxHashSet<i64>,
+    wanted: &FxHashSet<String>,
+) -> Result<(FxHashSet<i64>, FxHashMap<String, i64>)> {
+    let (mut crawled, mut names) = (FxHashSet::default(), FxHashMap::default());
+    for files in nights {
+        for_users(fs, files, |uid, name| {
+            if among.contains(&uid) {
+                crawled.insert(uid);
+            }
+            if let Some(name) = name.filter(|n| wanted.contains(*n)) {
+                names.insert(name.to_string(), uid);
+            }
+        })?;
+    }
+    Ok((crawled, names))
+}
+
+/// Where a carried partition's rows go, each entity in key order: the next snapshot's part,
+/// or nowhere when the snapshot does not move on.
+pub trait Sink {
+    fn user(&mut self, row: Row) -> Result<()>;
+    fn post(&mut self, row: Row) -> Result<()>;
+}
+
+impl Sink for Option<PartWriter> {
+    fn user(&mut self, row: Row) -> Result<()> {
+        self.as_mut().map_or(Ok(()), |w| w.user(row))
+    }
+    fn post(&mut self, row: Row) -> Result<()> {
+        self.as_mut().map_or(Ok(()), |w| w.post(row))
+    }
+}
+
+/// Collected as counters, to compare with [`counters::compute`].
+impl Sink for PartitionCounters {
+    fn user(&mut self, r: Row) -> Result<()> {
+        self.users.push((r[0], [r[1], r[2], r[3], r[4], r[5]]));
+        Ok(())
+    }
+    fn post(&mut self, r: Row) -> Result<()> {
+        self.posts.push((r[0], (r[1], r[2], r[3], r[4])));
+        Ok(())
+    }
+}
+
+/// Partition `p` of `n` carried forward: the snapshot's rows streamed in key order, with `d`
+/// applied, into `sink`; `mention` receives the mentions of `mention_posts` whose names hash
+/// here, as [`counters::compute`] gives them. Returns what the partition must write and the
+/// mentions that named nobody. Only the keys `d` touches can differ from the snapshot, so the
+/// changes are [`crate::load::state::changes`] over those keys alone. Memory: the delta and a
+/// batch of each snapshot part, whatever the snapshot's size.
+#[allow(clippy::too_many_arguments)]
 pub fn partition(
     fs: &FileSystems,
     d: &Delta,
@@ -183,37 +243,138 @@ pub fn partition(
     p: u32,
     n: u32,
     mention: &mut dyn FnMut(Mention) -> Result<()>,
-) -> Result<PartitionCounters> {
-    let mine = |uid: i64| counters::uid_partition(uid, n) == p;
-    let mut users = snapshot.users(fs, p, n)?;
-    for (&u, change) in d.users.iter().filter(|(u, _)| mine(**u)) {
-        let counts = users.entry(u).or_default();
-        for k in 0..5 {
-            counts[k] += change[k];
+    sink: &mut dyn Sink,
+) -> Result<(Changes, u64)> {
+    let mut changes = Changes::default();
+    carry_users(fs, d, snapshot, p, n, sink, &mut changes)?;
+    carry_posts(fs, d, snapshot, p, n, sink, &mut changes)?;
+    let unresolved_mentions = counters::mentions(fs, mention_posts, p, n, &d.names, mention)?;
+    Ok((changes, unresolved_mentions))
+}
+
+/// The users of the partition: the snapshot's merged with the delta's (counter changes, and
+/// an entry for each user seen), without the users gone.
+fn carry_users(
+    fs: &FileSystems,
+    d: &Delta,
+    snapshot: &Snapshot,
+    p: u32,
+    n: u32,
+    sink: &mut dyn Sink,
+    changes: &mut Changes,
+) -> Result<()> {
+    let mine = |uid: &i64| counters::uid_partition(*uid, n) == p;
+    let mut delta: Vec<(i64, UserCounts)> = d.users.iter().map(|(u, c)| (*u, *c)).collect();
+    delta.extend(
+        d.seen
+            .iter()
+            .filter(|u| !d.users.contains_key(u))
+            .map(|u| (*u, [0; 5])),
+    );
+    delta.retain(|(u, _)| mine(u));
+    delta.sort_unstable_by_key(|(u, _)| *u);
+    let mut delta = delta.into_iter().peekable();
+    let mut old = snapshot.users_in_order(fs, p, n)?;
+    let mut next_old = old.next_row()?;
+    loop {
+        let key = match (next_old.map(|r| r[0]), delta.peek().map(|c| c.0)) {
+            (None, None) => return Ok(()),
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+        };
+        let was = match next_old.filter(|r| r[0] == key) {
+            Some(r) => {
+                next_old = old.next_row()?;
+                Some([r[1], r[2], r[3], r[4], r[5]])
+            }
+            None => None,
+        };
+        let change = delta.next_if(|c| c.0 == key).map(|c| c.1);
+        let gone = d.gone.contains(&key);
+        let now = match (was, change) {
+            _ if gone => None,
+            (was, Some(change)) => {
+                let mut counts = was.unwrap_or_default();
+                for k in 0..5 {
+                    counts[k] += change[k];
+                }
+                Some(counts)
+            }
+            (was, None) => was,
+        };
+        if let Some(c) = now {
+            sink.user([key, c[0], c[1], c[2], c[3], c[4]])?;
+        }
+        if change.is_some() || gone {
+            match (now, was) {
+                (Some(now), was) if was != Some(now) => changes.users.push((key, now)),
+                // Left the union: zeros, as `state::changes` writes them.
+                (None, Some(_)) => changes.users.push((key, [0; 5])),
+                _ => {}
+            }
         }
     }
-    for &u in d.seen.iter().filter(|u| mine(**u)) {
-        users.entry(u).or_default();
-    }
-    for u in &d.gone {
-        users.remove(u);
-    }
-    let mut posts = snapshot.posts(fs, p, n)?;
-    posts.retain(|m, _| !d.posts.contains_key(m));
-    for (&m, &post) in &d.posts {
-        let author = (post.0 != 0).then_some(post.0);
-        if counters::post_partition(author, m, n) == p {
-            posts.insert(m, post);
-        }
-    }
-    for (t, (reposts, comments)) in &d.received {
-        if let Some(post) = posts.get_mut(t) {
+}
+
+/// The posts of the partition: the snapshot's, those the new nights crawled in place of their
+/// old record (here or in another partition), and the reposts and comments they received.
+fn carry_posts(
+    fs: &FileSystems,
+    d: &Delta,
+    snapshot: &Snapshot,
+    p: u32,
+    n: u32,
+    sink: &mut dyn Sink,
+    changes: &mut Changes,
+) -> Result<()> {
+    let mut crawled: Vec<(i64, PostCounts)> = d
+        .posts
+        .iter()
+        .filter(|(m, post)| {
+            let author = (post.0 != 0).then_some(post.0);
+            counters::post_partition(author, **m, n) == p
+        })
+        .map(|(m, post)| (*m, *post))
+        .collect();
+    crawled.sort_unstable_by_key(|(m, _)| *m);
+    let mut crawled = crawled.into_iter().peekable();
+    let mut old = snapshot.posts_in_order(fs, p, n)?;
+    let mut next_old = old.next_row()?;
+    loop {
+        let key = match (next_old.map(|r| r[0]), crawled.peek().map(|c| c.0)) {
+            (None, None) => return Ok(()),
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+        };
+        let was = match next_old.filter(|r| r[0] == key) {
+            Some(r) => {
+                next_old = old.next_row()?;
+                Some((r[1], r[2], r[3], r[4]))
+            }
+            None => None,
+        };
+        let mut now = match crawled.next_if(|c| c.0 == key) {
+            Some((_, post)) => Some(post),
+            // Crawled again with an author of another partition: it moved there.
+            None if d.posts.contains_key(&key) => None,
+            None => was,
+        };
+        let received = d.received.get(&key);
+        if let (Some(post), Some((reposts, comments))) = (now.as_mut(), received) {
             post.2 += reposts;
             post.3 += comments;
         }
+        if let Some(c) = now {
+            sink.post([key, c.0, c.1, c.2, c.3, 0])?;
+        }
+        // A post that left the partition keeps its row (`state::changes`).
+        let touched = received.is_some() || d.posts.contains_key(&key);
+        if let Some(now) = now.filter(|now| touched && was != Some(*now)) {
+            changes.posts.push((key, now));
+        }
     }
-    let unresolved_mentions = counters::mentions(fs, mention_posts, p, n, &d.names, mention)?;
-    Ok(PartitionCounters::sorted(users, posts, unresolved_mentions))
 }
 
 fn add(users: &mut FxHashMap<i64, UserCounts>, uid: i64, slot: usize, by: i64) {

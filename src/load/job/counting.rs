@@ -85,29 +85,44 @@ fn partition_unit(n: &Night<'_>, c: &Counting<'_>, p: u32, r: &mut Router) -> Re
             .cell(cell::BY, be(m.by)),
         )
     };
-    let computed = match (&c.carried, &c.snapshot) {
-        (Some(d), Some(s)) => {
-            delta::partition(fs, d, s, c.inputs.mention_posts, p, c.partitions, mention)?
+    let changes = match c.carried.as_ref().zip(c.snapshot.as_ref()) {
+        Some((d, s)) => {
+            // Streamed into the next snapshot's part as it goes.
+            let mut part = match &c.next {
+                Some(next) => Some(next.part_writer(fs, p, c.partitions)?),
+                None => None,
+            };
+            let mentions = c.inputs.mention_posts;
+            let (changes, unresolved) =
+                delta::partition(fs, d, s, mentions, p, c.partitions, mention, &mut part)?;
+            if let Some(part) = part {
+                part.finish()?;
+            }
+            c.unresolved_mentions
+                .fetch_add(unresolved, Ordering::Relaxed);
+            changes
         }
-        _ => counters::compute(fs, &c.inputs, p, c.partitions, mention)?,
+        None => {
+            let computed = counters::compute(fs, &c.inputs, p, c.partitions, mention)?;
+            c.unresolved_mentions
+                .fetch_add(computed.unresolved_mentions, Ordering::Relaxed);
+            let changes = match &c.snapshot {
+                Some(s) => state::changes(
+                    &computed,
+                    &s.users(fs, p, c.partitions)?,
+                    &s.posts(fs, p, c.partitions)?,
+                ),
+                None => Changes {
+                    users: computed.users.clone(),
+                    posts: computed.posts.clone(),
+                },
+            };
+            if let Some(next) = &c.next {
+                next.write_part(fs, p, c.partitions, &computed)?;
+            }
+            changes
+        }
     };
-    c.unresolved_mentions
-        .fetch_add(computed.unresolved_mentions, Ordering::Relaxed);
-    let changes = match &c.snapshot {
-        Some(s) => state::changes(
-            &computed,
-            &s.users(fs, p, c.partitions)?,
-            &s.posts(fs, p, c.partitions)?,
-        ),
-        None => Changes {
-            users: computed.users.clone(),
-            posts: computed.posts.clone(),
-        },
-    };
-    if let Some(next) = &c.next {
-        next.write_part(fs, p, c.partitions, &computed)?;
-    }
-    drop(computed);
     if n.wants(Table::User) {
         c.users_changed
             .fetch_add(changes.users.len() as u64, Ordering::Relaxed);

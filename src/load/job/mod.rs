@@ -142,7 +142,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     };
     let inputs = Inputs::of(&history, &files["posts"]);
     let partitions = match counted {
-        true => counter_partitions(fs, &inputs, w)?,
+        true => counter_partitions(fs, &inputs, carried.as_ref().and(snapshot.as_ref()), w)?,
         false => 1,
     };
     // The snapshot moves on only when this run writes every counter it holds.
@@ -331,10 +331,12 @@ fn counter_base(
     Ok((snapshot.filter(|_| !options.rewrite_counters), as_of))
 }
 
-/// How many counter partitions keep one pass within the counters' share of the budget.
+/// How many counter partitions keep one pass within the counters' share of the budget: a
+/// pass over every night, or one carrying `carried` forward.
 fn counter_partitions(
     fs: &FileSystems,
     inputs: &crate::load::counters::Inputs<'_>,
+    carried: Option<&state::Snapshot>,
     w: &WriteOptions,
 ) -> Result<u32> {
     // Through HFiles the collectors hold half the budget while the counters compute.
@@ -347,7 +349,12 @@ fn counter_partitions(
     };
     // Sliced, at least one counter partition per slice, so every slice shares them.
     let at_least = w.slice.map_or(1, |s| s.count);
-    Ok(crate::load::counters::partitions_for(fs, inputs, budget)?.max(at_least))
+    // Carried forward, the snapshot streams through one partition in little memory.
+    let n = match carried {
+        Some(_) => 1,
+        None => crate::load::counters::partitions_for(fs, inputs, budget)?,
+    };
+    Ok(n.max(at_least))
 }
 
 /// Every unit of the night, in run order (a slice keeps its share).

@@ -22,15 +22,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Array, RecordBatch};
+use arrow::array::Int64Array;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
+
+mod sorted;
+
+pub use sorted::{Row, SortedRows};
 
 use super::counters::{self, PartitionCounters, PostCounts, UserCounts};
 use crate::dataset::partition::{self, Staged};
 use crate::dataset::{history, parquet_io};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
+use sorted::PartFile;
 
 /// Snapshots kept: the newest, and the one before it in case the newest is being replaced.
 const KEEP: usize = 2;
@@ -182,6 +187,7 @@ impl State {
             staged,
             as_of: as_of.to_string(),
             covered: None,
+            writing: std::sync::Mutex::new(None),
         })
     }
 }
@@ -216,6 +222,23 @@ impl Snapshot {
             let author = (uid != 0).then_some(uid);
             counters::post_partition(author, mid, n) == p
         })
+    }
+
+    /// The snapshot's users in partition `p` of `n`, by uid, streamed.
+    pub fn users_in_order(&self, fs: &FileSystems, p: u32, n: u32) -> Result<SortedRows> {
+        let files = self.parts(&self.users, "users", p, n);
+        let keep = move |r: &Row| counters::uid_partition(r[0], n) == p;
+        SortedRows::open(fs, &files, &user_schema(), Box::new(keep))
+    }
+
+    /// The snapshot's posts in partition `p` of `n`, by mid, streamed.
+    pub fn posts_in_order(&self, fs: &FileSystems, p: u32, n: u32) -> Result<SortedRows> {
+        let files = self.parts(&self.posts, "posts", p, n);
+        let keep = move |r: &Row| {
+            let author = (r[1] != 0).then_some(r[1]);
+            counters::post_partition(author, r[0], n) == p
+        };
+        SortedRows::open(fs, &files, &post_schema(), Box::new(keep))
     }
 
     /// The snapshot's users whose uid `keep` accepts, from every part.
@@ -325,6 +348,38 @@ pub struct Next {
     staged: Staged,
     as_of: String,
     covered: Option<Covered>,
+    /// The part still being written, if any ([`Next::write_part`]).
+    writing: std::sync::Mutex<Option<std::thread::JoinHandle<Result<()>>>>,
+}
+
+/// One partition of a snapshot being staged, written row by row ([`Next::part_writer`]).
+pub struct PartWriter {
+    users: PartFile,
+    posts: PartFile,
+}
+
+impl PartWriter {
+    /// A user's row: uid, then its counters.
+    pub fn user(&mut self, row: Row) -> Result<()> {
+        self.users.push(row)
+    }
+
+    /// A post's row: mid, author, time, reposts, comments.
+    pub fn post(&mut self, row: Row) -> Result<()> {
+        self.posts.push(row)
+    }
+
+    /// Moves both files into place, side by side: each close waits on the NameNode.
+    pub fn finish(self) -> Result<()> {
+        let PartWriter { users, posts } = self;
+        let (users, posts) = std::thread::scope(|s| {
+            let users = s.spawn(|| users.finish());
+            (users.join(), posts.finish())
+        });
+        // A panic there is a bug: it goes on as one here.
+        users.unwrap_or_else(|e| std::panic::resume_unwind(e))?;
+        posts
+    }
 }
 
 fn part_name(entity: &str, p: u32, n: u32) -> String {
@@ -340,12 +395,14 @@ impl Next {
 
     /// Whether partition `p` of `n` is staged already.
     pub fn has_part(&self, fs: &FileSystems, p: u32, n: u32) -> Result<bool> {
+        self.wait_for_part()?;
         Ok(fs.exists(&self.staged.tmp.join(&part_name("users", p, n)))?
             && fs.exists(&self.staged.tmp.join(&part_name("posts", p, n)))?)
     }
 
     /// Writes partition `p` of `n` of the new snapshot (atomically: a part is there whole or
-    /// not at all).
+    /// not at all), on a thread of its own; the next call, [`Next::has_part`] and
+    /// [`Next::commit`] wait for it and return its error.
     pub fn write_part(
         &self,
         fs: &FileSystems,
@@ -353,45 +410,71 @@ impl Next {
         n: u32,
         c: &PartitionCounters,
     ) -> Result<()> {
-        let column = |f: &dyn Fn(usize) -> i64, len: usize| -> ArrayRef {
-            Arc::new(Int64Array::from_iter_values((0..len).map(f)))
-        };
-        let u = &c.users;
-        let users = RecordBatch::try_new(
-            user_schema(),
-            std::iter::once(column(&|i| u[i].0, u.len()))
-                .chain((0..5).map(|k| column(&|i| u[i].1[k], u.len())))
-                .collect(),
-        )
-        .map_err(|e| bad(&self.staged.tmp, e.to_string()))?;
-        let q = &c.posts;
-        let posts = RecordBatch::try_new(
-            post_schema(),
-            vec![
-                column(&|i| q[i].0, q.len()),
-                column(&|i| q[i].1 .0, q.len()),
-                column(&|i| q[i].1 .1, q.len()),
-                column(&|i| q[i].1 .2, q.len()),
-                column(&|i| q[i].1 .3, q.len()),
-            ],
-        )
-        .map_err(|e| bad(&self.staged.tmp, e.to_string()))?;
-        for (entity, batch) in [("users", users), ("posts", posts)] {
-            let props = parquet_io::typed_properties(&batch.schema()).build();
-            let at = self.staged.tmp.join(&part_name(entity, p, n));
-            parquet_io::write_parquet(fs, &at, batch.schema(), props, Some(&batch))?;
-        }
+        let users: Vec<Row> = c
+            .users
+            .iter()
+            .map(|(u, k)| [*u, k[0], k[1], k[2], k[3], k[4]])
+            .collect();
+        let posts: Vec<Row> = c
+            .posts
+            .iter()
+            .map(|(m, k)| [*m, k.0, k.1, k.2, k.3, 0])
+            .collect();
+        // Written while the next partition computes: each file's close waits on the
+        // NameNode for its block. One part is in flight at a time; a part not written when
+        // the run dies is redone by the resume, which finds it missing (docs/nightly.md).
+        self.wait_for_part()?;
+        let writer = self.part_writer(fs, p, n)?;
+        let thread = std::thread::spawn(move || {
+            let mut writer = writer;
+            for row in users {
+                writer.user(row)?;
+            }
+            for row in posts {
+                writer.post(row)?;
+            }
+            writer.finish()
+        });
+        *self.writing.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
         Ok(())
+    }
+
+    /// A writer of partition `p` of `n`, row by row (users by uid, posts by mid).
+    pub fn part_writer(&self, fs: &FileSystems, p: u32, n: u32) -> Result<PartWriter> {
+        let at = |entity| self.staged.tmp.join(&part_name(entity, p, n));
+        Ok(PartWriter {
+            users: PartFile::create(fs, &at("users"), user_schema())?,
+            posts: PartFile::create(fs, &at("posts"), post_schema())?,
+        })
+    }
+
+    /// Waits for the part in flight, with its error.
+    fn wait_for_part(&self) -> Result<()> {
+        let pending = self
+            .writing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match pending.map(|w| w.join()) {
+            None => Ok(()),
+            Some(Ok(written)) => written,
+            Some(Err(_)) => Err(bad(
+                &self.staged.tmp,
+                "a snapshot part's writer panicked".into(),
+            )),
+        }
     }
 
     /// Drops the staging folder of a snapshot an earlier attempt already committed.
     pub fn abandon(self, fs: &FileSystems) {
+        let _ = self.wait_for_part();
         partition::abandon(fs, std::slice::from_ref(&self.staged));
     }
 
     /// Commits the snapshot once all `n` partitions are written: it becomes the newest, and
     /// snapshots older than the [`KEEP`] newest are removed.
     pub fn commit(self, fs: &FileSystems, state: &State, n: u32) -> Result<()> {
+        self.wait_for_part()?;
         let wanted: std::collections::BTreeSet<String> = (0..n)
             .flat_map(|p| [part_name("users", p, n), part_name("posts", p, n)])
             .collect();
