@@ -481,8 +481,8 @@ fn load_through_yarn_gives_the_single_runs_tables_night_after_night() {
     assert_same_tables(&single, &bulk);
     assert_eq!(second["load"]["counters_as_of"], nights[1], "{second}");
     assert_eq!(second["load"]["counters_base"], nights[0], "{second}");
-    // The same counter snapshot on every route: the counters of both nights. (Its files
-    // differ: a load in three slices cuts it in at least three partitions.)
+    // The same counter snapshot on every route, to the byte: the counters of both nights,
+    // one part per entity however many slices wrote it.
     let snapshot = |ns: &str| {
         use weibo_etl::load::state::State;
         let fs = weibo_etl::hdfs::FileSystems::new(cluster::HDFS);
@@ -492,7 +492,15 @@ fn load_through_yarn_gives_the_single_runs_tables_night_after_night() {
             .expect("a committed counter snapshot");
         let users: BTreeMap<_, _> = snapshot.users(&fs, 0, 1).unwrap().into_iter().collect();
         let posts: BTreeMap<_, _> = snapshot.posts(&fs, 0, 1).unwrap().into_iter().collect();
-        (snapshot.as_of, users, posts)
+        let at = format!("{clean}/_load/state/{ns}/dt={}", snapshot.as_of);
+        let files: BTreeMap<String, Vec<u8>> = files_under(&at)
+            .into_iter()
+            .map(|f| {
+                let bytes = fs.read_to_vec(&fs.parse(&format!("{at}/{f}")).unwrap());
+                (f, bytes.unwrap())
+            })
+            .collect();
+        (snapshot.as_of, users, posts, files)
     };
     let here = snapshot(&single);
     assert_eq!(here.0, nights[1]);

@@ -179,7 +179,9 @@ pub fn commit(
         let state = state::State::new(&root, &options.write.namespace);
         // The night the slices computed the counters as of is the one they staged.
         let next = state.next(fs, &merged.counters_as_of, true)?;
-        next.commit(fs, &state, merged.counter_partitions)?;
+        let covered = super::job::covered_as_of(fs, &root, &merged.counters_as_of)?;
+        next.covering(covered)
+            .commit(fs, &state, merged.counter_partitions)?;
     }
     Ok(merged)
 }

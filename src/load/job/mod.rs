@@ -206,6 +206,10 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     };
     // Every counter put is flushed: the snapshot may say so (once).
     // A slice leaves the snapshot to the submitter ([`slices::commit`]).
+    if let Some(next) = &counting.next {
+        // A part may still be on its way to HDFS: a slice's task must not end before it is.
+        next.wait_for_part()?;
+    }
     if let Some(next) = counting.next.take().filter(|_| w.slice.is_none()) {
         if manifest.done.contains(&snapshot_unit) {
             next.abandon(fs);
@@ -230,6 +234,20 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
 }
 
 /// Per counted entity, the nights read and their stamps.
+/// The nights (and their stamps) the counters as of `as_of` cover, as the slices took them:
+/// the submitter records them when it commits their snapshot.
+pub(super) fn covered_as_of(
+    fs: &FileSystems,
+    root: &Location,
+    as_of: &str,
+) -> Result<state::Covered> {
+    let taken: BTreeMap<&str, Vec<history::Taken>> = COUNTED
+        .into_iter()
+        .map(|e| Ok((e, history::take_history(fs, &root.join(e), as_of)?)))
+        .collect::<Result<_>>()?;
+    Ok(covered(&taken))
+}
+
 fn covered(taken: &BTreeMap<&str, Vec<history::Taken>>) -> state::Covered {
     taken
         .iter()

@@ -449,7 +449,7 @@ impl Next {
     }
 
     /// Waits for the part in flight, with its error.
-    fn wait_for_part(&self) -> Result<()> {
+    pub fn wait_for_part(&self) -> Result<()> {
         let pending = self
             .writing
             .lock()
@@ -469,6 +469,36 @@ impl Next {
     pub fn abandon(self, fs: &FileSystems) {
         let _ = self.wait_for_part();
         partition::abandon(fs, std::slice::from_ref(&self.staged));
+    }
+
+    /// Merges the `n` staged parts of each entity into one, in key order: a snapshot is one
+    /// part per entity whatever cut wrote it, so a rebuild, a sliced load and a single one
+    /// leave the same bytes (docs/nightly.md, "Repair").
+    fn merge_parts(&self, fs: &FileSystems, n: u32) -> Result<()> {
+        // Listed once, before either merge writes beside the parts.
+        let staged = fs.list(&self.staged.tmp, false)?;
+        let merge = |entity: &str, schema: SchemaRef| -> Result<()> {
+            let names: Vec<String> = (0..n).map(|p| part_name(entity, p, n)).collect();
+            let files: Vec<&FileEntry> = (staged.iter())
+                .filter(|e| names.contains(&e.location.file_name().unwrap_or_default()))
+                .collect();
+            let mut rows = SortedRows::open(fs, &files, &schema, Box::new(|_| true))?;
+            let at = self.staged.tmp.join(&part_name(entity, 0, 1));
+            let mut out = PartFile::create(fs, &at, schema)?;
+            while let Some(row) = rows.next_row()? {
+                out.push(row)?;
+            }
+            out.finish()?;
+            for f in files {
+                fs.delete(&f.location)?;
+            }
+            Ok(())
+        };
+        let (users, posts) = rayon::join(
+            || merge("users", user_schema()),
+            || merge("posts", post_schema()),
+        );
+        users.and(posts)
     }
 
     /// Commits the snapshot once all `n` partitions are written: it becomes the newest, and
@@ -493,9 +523,12 @@ impl Next {
                 ));
             }
         }
+        if n > 1 {
+            self.merge_parts(fs, n)?;
+        }
         let meta = Meta {
             as_of: self.as_of.clone(),
-            partitions: n,
+            partitions: 1,
             covered: self.covered.clone(),
         };
         let text = serde_json::to_vec_pretty(&meta).unwrap_or_default();
@@ -572,7 +605,9 @@ fn check_one(fs: &FileSystems, clean_root: &Location, s: &Snapshot) -> Result<Sn
         as_of: s.as_of.clone(),
         ..SnapshotCheck::default()
     };
-    let n = s.partitions;
+    // In the cut a full pass would take, whatever the snapshot's own.
+    let budget = crate::hbase::write::WriteOptions::MEMORY_BUDGET;
+    let n = counters::partitions_for(fs, &inputs, budget)?;
     for p in 0..n {
         let computed = counters::compute(fs, &inputs, p, n, &mut |_| Ok(()))?;
         let (users, posts) = (s.users(fs, p, n)?, s.posts(fs, p, n)?);
@@ -673,5 +708,70 @@ mod tests {
         next.write_part(&fs, 0, 2, &c).unwrap();
         assert!(next.commit(&fs, &state, 2).is_err());
         assert_eq!(state.latest(&fs).unwrap().unwrap().as_of, "2026-11-03");
+    }
+
+    #[test]
+    fn a_snapshot_is_the_same_bytes_whatever_cut_wrote_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FileSystems::new("file:///");
+        let all = PartitionCounters {
+            users: (1..=200).map(|u| (u * 7919, [u, 1, 2, 3, u % 5])).collect(),
+            posts: (1..=300)
+                .map(|m| (m * 104_729, ((m % 40) * 7919, 1000 + m, m % 3, m % 7)))
+                .collect(),
+            unresolved_mentions: 0,
+        };
+        let written_in = |n: u32| -> Vec<(String, Vec<u8>)> {
+            let at = dir.path().join(format!("cut-{n}"));
+            let root = fs.parse(at.to_str().unwrap()).unwrap();
+            let state = State::new(&root, "ns");
+            let next = state.next(&fs, "2026-11-01", false).unwrap();
+            for p in 0..n {
+                let part = PartitionCounters {
+                    users: (all.users.iter())
+                        .filter(|(u, _)| counters::uid_partition(*u, n) == p)
+                        .copied()
+                        .collect(),
+                    posts: (all.posts.iter())
+                        .filter(|(m, k)| {
+                            let author = (k.0 != 0).then_some(k.0);
+                            counters::post_partition(author, *m, n) == p
+                        })
+                        .copied()
+                        .collect(),
+                    unresolved_mentions: 0,
+                };
+                next.write_part(&fs, p, n, &part).unwrap();
+            }
+            next.commit(&fs, &state, n).unwrap();
+            let newest = state.committed(&fs).unwrap().pop().unwrap();
+            let mut files: Vec<_> = (fs.list(&newest, false).unwrap().into_iter())
+                .map(|e| {
+                    let bytes = fs.read_to_vec(&e.location).unwrap();
+                    (e.location.file_name().unwrap(), bytes)
+                })
+                .collect();
+            files.sort();
+            files
+        };
+        let one = written_in(1);
+        let names: Vec<&str> = one.iter().map(|(name, _)| name.as_str()).collect();
+        for part in [
+            "users-00000-of-00001.parquet",
+            "posts-00000-of-00001.parquet",
+        ] {
+            assert!(names.contains(&part), "{names:?}");
+        }
+        for n in [2, 3] {
+            assert!(written_in(n) == one, "written in {n} partitions");
+        }
+        let snap = State::new(
+            &fs.parse(dir.path().join("cut-3").to_str().unwrap())
+                .unwrap(),
+            "ns",
+        );
+        let snap = snap.latest(&fs).unwrap().unwrap();
+        assert_eq!(snap.users(&fs, 0, 1).unwrap(), hm(&all.users));
+        assert_eq!(snap.posts(&fs, 0, 1).unwrap(), hm(&all.posts));
     }
 }
