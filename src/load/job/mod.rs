@@ -125,10 +125,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     let state = state::State::new(&root, &w.namespace);
     let (snapshot, as_of) = counter_base(fs, &state, options, &created, counted)?;
     let mut nights_read = BTreeSet::new();
-    let taken: BTreeMap<&str, Vec<history::Taken>> = COUNTED
-        .into_iter()
-        .map(|e| Ok((e, history::take_history(fs, &root.join(e), &as_of)?)))
-        .collect::<Result<_>>()?;
+    let taken = take_counted(fs, &root, &as_of)?;
     for t in taken.values().flatten() {
         nights_read.extend(t.nights.iter().cloned());
     }
@@ -204,12 +201,12 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         report.units_skipped = skipped;
         snapshot_unit
     };
-    // Every counter put is flushed: the snapshot may say so (once).
-    // A slice leaves the snapshot to the submitter ([`slices::commit`]).
     if let Some(next) = &counting.next {
         // A part may still be on its way to HDFS: a slice's task must not end before it is.
         next.wait_for_part()?;
     }
+    // Every counter put is flushed: the snapshot may say so (once).
+    // A slice leaves the snapshot to the submitter ([`slices::commit`]).
     if let Some(next) = counting.next.take().filter(|_| w.slice.is_none()) {
         if manifest.done.contains(&snapshot_unit) {
             next.abandon(fs);
@@ -233,7 +230,18 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
     Ok(report)
 }
 
-/// Per counted entity, the nights read and their stamps.
+/// The history of each counted entity up to `as_of`, as a load takes it.
+fn take_counted(
+    fs: &FileSystems,
+    root: &Location,
+    as_of: &str,
+) -> Result<BTreeMap<&'static str, Vec<history::Taken>>> {
+    COUNTED
+        .into_iter()
+        .map(|e| Ok((e, history::take_history(fs, &root.join(e), as_of)?)))
+        .collect()
+}
+
 /// The nights (and their stamps) the counters as of `as_of` cover, as the slices took them:
 /// the submitter records them when it commits their snapshot.
 pub(super) fn covered_as_of(
@@ -241,13 +249,10 @@ pub(super) fn covered_as_of(
     root: &Location,
     as_of: &str,
 ) -> Result<state::Covered> {
-    let taken: BTreeMap<&str, Vec<history::Taken>> = COUNTED
-        .into_iter()
-        .map(|e| Ok((e, history::take_history(fs, &root.join(e), as_of)?)))
-        .collect::<Result<_>>()?;
-    Ok(covered(&taken))
+    Ok(covered(&take_counted(fs, root, as_of)?))
 }
 
+/// Per counted entity, the nights read and their stamps.
 fn covered(taken: &BTreeMap<&str, Vec<history::Taken>>) -> state::Covered {
     taken
         .iter()

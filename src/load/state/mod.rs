@@ -471,16 +471,15 @@ impl Next {
         partition::abandon(fs, std::slice::from_ref(&self.staged));
     }
 
-    /// Merges the `n` staged parts of each entity into one, in key order: a snapshot is one
+    /// Merges the staged `parts` of each entity into one, in key order: a snapshot is one
     /// part per entity whatever cut wrote it, so a rebuild, a sliced load and a single one
     /// leave the same bytes (docs/nightly.md, "Repair").
-    fn merge_parts(&self, fs: &FileSystems, n: u32) -> Result<()> {
-        // Listed once, before either merge writes beside the parts.
-        let staged = fs.list(&self.staged.tmp, false)?;
+    fn merge_parts(&self, fs: &FileSystems, parts: &[(String, FileEntry)]) -> Result<()> {
         let merge = |entity: &str, schema: SchemaRef| -> Result<()> {
-            let names: Vec<String> = (0..n).map(|p| part_name(entity, p, n)).collect();
-            let files: Vec<&FileEntry> = (staged.iter())
-                .filter(|e| names.contains(&e.location.file_name().unwrap_or_default()))
+            let prefix = format!("{entity}-");
+            let files: Vec<&FileEntry> = (parts.iter())
+                .filter(|(name, _)| name.starts_with(&prefix))
+                .map(|(_, e)| e)
                 .collect();
             let mut rows = SortedRows::open(fs, &files, &schema, Box::new(|_| true))?;
             let at = self.staged.tmp.join(&part_name(entity, 0, 1));
@@ -508,23 +507,24 @@ impl Next {
         let wanted: std::collections::BTreeSet<String> = (0..n)
             .flat_map(|p| [part_name("users", p, n), part_name("posts", p, n)])
             .collect();
+        let mut parts = Vec::new();
         for e in fs.list(&self.staged.tmp, false)? {
             let name = e.location.file_name().unwrap_or_default();
-            if !wanted.contains(&name) {
+            if wanted.contains(&name) {
+                parts.push((name, e));
+            } else {
                 // A part of an attempt cut in another number of partitions.
                 fs.delete(&e.location)?;
             }
         }
-        for name in &wanted {
-            if !fs.exists(&self.staged.tmp.join(name))? {
-                return Err(bad(
-                    &self.staged.tmp,
-                    format!("counter snapshot part {name} was not written"),
-                ));
-            }
+        if let Some(name) = wanted.iter().find(|w| !parts.iter().any(|(p, _)| p == *w)) {
+            return Err(bad(
+                &self.staged.tmp,
+                format!("counter snapshot part {name} was not written"),
+            ));
         }
         if n > 1 {
-            self.merge_parts(fs, n)?;
+            self.merge_parts(fs, &parts)?;
         }
         let meta = Meta {
             as_of: self.as_of.clone(),
