@@ -11,6 +11,7 @@
 //! Invariant: the `inbox` table keeps exactly K versions of its feed family; a table made for
 //! another K is refused, since HBase would silently cut or pad the feeds.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -65,13 +66,22 @@ pub fn run(
         &format!("{}.inbox.json", hbase.namespace),
         &[INBOX_TABLE, CELEBRITIES_TABLE],
     );
-    let base = match whole && !created {
-        true => match marker.base(fs)? {
-            Some(date) => Some(LoadedFeeds::read(fs, output, date)?),
-            None => None,
-        },
+    let base_date = match whole && !created {
+        true => marker.base(fs)?,
         false => None,
     };
+    // The nights up to the base as the base saw them: then its fans are those edges, and
+    // need not be read back from its output.
+    let mut follows = super::FollowNights::take(fs, clean, &options.date)?;
+    let covered = follows.covered();
+    let recorded = marker.nights(fs)?;
+    let split = match (&base_date, &recorded) {
+        (Some(date), Some(then)) => follows.split_after(date, then),
+        _ => false,
+    };
+    let base = base_date
+        .map(|date| LoadedFeeds::read(fs, output, date, !split))
+        .transpose()?;
     // --via auto weighs the cells it expects: with a base, each of the night's posts to its
     // author's fans and each of the night's follows to K posts; else every follow (up to K).
     let weighed = || -> Result<u64> {
@@ -89,10 +99,16 @@ pub fn run(
         rows: &weighed,
     };
     let run_ts = write::cell_timestamp(&options.date)?;
+    let mut split_follows = Some(follows);
     let mut stats = None;
     let mut unchanged = 0u64;
     let written = write::write_routed_with(&route, hbase, &mut |sink| {
-        let s = super::run(fs, clean, output, options, &mut |built| {
+        // Called once; were it called again, the nights are listed again, unsplit.
+        let follows = match split_follows.take() {
+            Some(f) => f,
+            None => super::FollowNights::take(fs, clean, &options.date)?,
+        };
+        let s = super::run_over(fs, clean, output, options, follows, &mut |built| {
             for a in &built.authors {
                 unchanged += write_author(built, a, base.as_ref(), run_ts, sink)?;
             }
@@ -108,7 +124,10 @@ pub fn run(
     })?;
     let base_date = base.map(|b| b.date);
     if whole {
-        marker.record(fs, &options.date, base_date.as_deref())?;
+        // The marker keeps naming the later night: then the nights its output came from.
+        let later_base = base_date.as_deref().is_some_and(|b| b > options.date.as_str());
+        let nights = if later_base { recorded } else { Some(covered) };
+        marker.record_covering(fs, &options.date, base_date.as_deref(), nights.as_deref())?;
     }
     let loaded = Loaded {
         written,
@@ -138,7 +157,7 @@ fn night_cells(
             let uid = columns::opt_ids(b, "uid");
             for i in 0..b.num_rows() {
                 if let Some(author) = columns::opt(uid, i) {
-                    cells += base.served(author).1.len() as u64;
+                    cells += base.fans(author);
                 }
             }
             Ok(())
@@ -173,19 +192,22 @@ fn write_author(
         }
         return Ok(0);
     }
-    let (served, known_fans) = match base {
-        Some(b) => b.served(a.uid),
-        None => (&[][..], &[][..]),
-    };
+    let served = base.map_or(&[][..], |b| b.posts(a.uid));
     // Fans the base did not serve this author: they get every post.
-    let new_fans: Vec<i64> = built
-        .fans(a)
-        .filter(|&f| {
-            known_fans
-                .binary_search_by_key(&f, |&(_, fan)| fan)
-                .is_err()
-        })
-        .collect();
+    let new_fans: Vec<i64> = match built.fresh_fans(a) {
+        Some(fresh) => fresh.collect(),
+        None => {
+            let known_fans = base.map_or(&[][..], |b| b.edges_of(a.uid));
+            built
+                .fans(a)
+                .filter(|&f| {
+                    known_fans
+                        .binary_search_by_key(&f, |&(_, fan)| fan)
+                        .is_err()
+                })
+                .collect()
+        }
+    };
     let column = layout::inbox_column(INBOX_FAMILY, a.uid);
     let mut unchanged = 0;
     for &(created, mid, version) in built.posts(a) {
@@ -215,58 +237,65 @@ type Served = (i64, i64, i64);
 struct LoadedFeeds {
     date: String,
     /// `(followee, fan)`, sorted and distinct: each fanned-out author's fans are a range.
+    /// Empty when not read (the run is split at the base, [`super::FollowNights`]).
     edges: Vec<(i64, i64)>,
-    /// Each fanned-out author's newest K as served: `(created_at, mid, version)`.
-    posts: FxHashMap<i64, Vec<Served>>,
+    /// Each fanned-out author's newest K as served, `(created_at, mid, version)`, and its
+    /// count of fans.
+    posts: FxHashMap<i64, (Vec<Served>, u64)>,
     /// Each celebrity's count of fans.
     celebrities: FxHashMap<i64, i64>,
 }
 
 impl LoadedFeeds {
-    /// Reads the base in two passes over the inbox table, so only one row per edge is held:
-    /// every fan of an author has the same posts, so the fans are those of its newest post.
-    fn read(fs: &FileSystems, output: &Location, date: String) -> Result<LoadedFeeds> {
+    /// Reads the base: the posts each author was served with (every fan of an author has
+    /// the same posts, so its rows are fans × posts), and with `edges` the fans of each, in a
+    /// second pass that holds one row per edge: those of the author's newest post.
+    fn read(fs: &FileSystems, output: &Location, date: String, edges: bool) -> Result<LoadedFeeds> {
         let dt = format!("dt={date}");
         let entries = partition::committed_parts(fs, &output.join(INBOX_TABLE).join(&dt))?;
-        let mut posts: FxHashMap<i64, Vec<Served>> = FxHashMap::default();
-        for f in &entries {
-            let cols = ["followee", "mid", "created_at", "version"];
-            parquet_io::read_parquet_columns(fs, f, &cols, &mut |b| {
-                let followee = columns::ids(f, b, "followee")?;
-                let mid = columns::ids(f, b, "mid")?;
-                let created = columns::times(f, b, "created_at")?;
-                let version = columns::ids(f, b, "version")?;
-                for i in 0..b.num_rows() {
-                    let post = (created.value(i), mid.value(i), version.value(i));
-                    let served = posts.entry(followee.value(i)).or_default();
-                    if !served.contains(&post) {
-                        served.push(post);
+        // An author's rows are in one part (the parts are partitions of the authors).
+        let per_part: Vec<FxHashMap<i64, (Vec<Served>, u64)>> = entries
+            .par_iter()
+            .map(|f| {
+                let mut posts: FxHashMap<i64, (Vec<Served>, u64)> = FxHashMap::default();
+                let cols = ["followee", "mid", "created_at", "version"];
+                parquet_io::read_parquet_columns(fs, f, &cols, &mut |b| {
+                    let followee = columns::ids(f, b, "followee")?;
+                    let mid = columns::ids(f, b, "mid")?;
+                    let created = columns::times(f, b, "created_at")?;
+                    let version = columns::ids(f, b, "version")?;
+                    for i in 0..b.num_rows() {
+                        let post = (created.value(i), mid.value(i), version.value(i));
+                        let (served, rows) = posts.entry(followee.value(i)).or_default();
+                        *rows += 1;
+                        if served.last() != Some(&post) && !served.contains(&post) {
+                            served.push(post);
+                        }
+                    }
+                    Ok(())
+                })?;
+                Ok(posts)
+            })
+            .collect::<Result<_>>()?;
+        let mut posts: FxHashMap<i64, (Vec<Served>, u64)> = FxHashMap::default();
+        for part in per_part {
+            for (author, (served, rows)) in part {
+                let (all, n) = posts.entry(author).or_default();
+                for p in served {
+                    if !all.contains(&p) {
+                        all.push(p);
                     }
                 }
-                Ok(())
-            })?;
+                *n += rows;
+            }
         }
-        let newest: FxHashMap<i64, i64> = posts
-            .iter()
-            .map(|(&a, p)| (a, p.iter().map(|x| x.2).max().unwrap_or(i64::MIN)))
-            .collect();
-        let mut edges = Vec::new();
-        for f in &entries {
-            parquet_io::read_parquet_columns(fs, f, &["uid", "followee", "version"], &mut |b| {
-                let fan = columns::ids(f, b, "uid")?;
-                let followee = columns::ids(f, b, "followee")?;
-                let version = columns::ids(f, b, "version")?;
-                for i in 0..b.num_rows() {
-                    let a = followee.value(i);
-                    if newest.get(&a) == Some(&version.value(i)) {
-                        edges.push((a, fan.value(i)));
-                    }
-                }
-                Ok(())
-            })?;
+        for (served, rows) in posts.values_mut() {
+            *rows /= served.len().max(1) as u64;
         }
-        edges.sort_unstable();
-        edges.dedup();
+        let edges = match edges {
+            true => read_edges(fs, &entries, &posts)?,
+            false => Vec::new(),
+        };
         let mut celebrities = FxHashMap::default();
         let stars = partition::committed_parts(fs, &output.join(CELEBRITIES_TABLE).join(&dt))?;
         for f in &stars {
@@ -283,11 +312,14 @@ impl LoadedFeeds {
             })?;
         }
         log::info!(
-            "inbox: the namespace holds the feeds of {date} ({} edges of {} authors, {} \
-             celebrities): writing what differs",
-            edges.len(),
+            "inbox: the namespace holds the feeds of {date} ({} authors, {} celebrities{}): \
+             writing what differs",
             posts.len(),
-            celebrities.len()
+            celebrities.len(),
+            match edges.is_empty() {
+                true => String::new(),
+                false => format!(", {} edges read back", edges.len()),
+            }
         );
         Ok(LoadedFeeds {
             date,
@@ -297,13 +329,54 @@ impl LoadedFeeds {
         })
     }
 
-    /// The posts served for `author`, and its edges `(author, fan)`, by fan.
-    fn served(&self, author: i64) -> (&[Served], &[(i64, i64)]) {
+    /// The posts served for `author`.
+    fn posts(&self, author: i64) -> &[Served] {
+        self.posts.get(&author).map_or(&[][..], |(p, _)| p.as_slice())
+    }
+
+    /// The count of fans the base served `author`.
+    fn fans(&self, author: i64) -> u64 {
+        self.posts.get(&author).map_or(0, |(_, n)| *n)
+    }
+
+    /// The edges `(author, fan)` of `author` the base served, by fan (read only when the run
+    /// is not split at the base).
+    fn edges_of(&self, author: i64) -> &[(i64, i64)] {
         let from = self.edges.partition_point(|&(a, _)| a < author);
         let to = self.edges.partition_point(|&(a, _)| a <= author);
-        let posts = self.posts.get(&author).map_or(&[][..], |p| p.as_slice());
-        (posts, &self.edges[from..to])
+        &self.edges[from..to]
     }
+}
+
+/// The base's edges `(followee, fan)`, sorted and distinct: the rows of each author's newest
+/// post.
+fn read_edges(
+    fs: &FileSystems,
+    entries: &[crate::hdfs::FileEntry],
+    posts: &FxHashMap<i64, (Vec<Served>, u64)>,
+) -> Result<Vec<(i64, i64)>> {
+    let newest: FxHashMap<i64, i64> = posts
+        .iter()
+        .map(|(&a, (p, _))| (a, p.iter().map(|x| x.2).max().unwrap_or(i64::MIN)))
+        .collect();
+    let mut edges = Vec::new();
+    for f in entries {
+        parquet_io::read_parquet_columns(fs, f, &["uid", "followee", "version"], &mut |b| {
+            let fan = columns::ids(f, b, "uid")?;
+            let followee = columns::ids(f, b, "followee")?;
+            let version = columns::ids(f, b, "version")?;
+            for i in 0..b.num_rows() {
+                let a = followee.value(i);
+                if newest.get(&a) == Some(&version.value(i)) {
+                    edges.push((a, fan.value(i)));
+                }
+            }
+            Ok(())
+        })?;
+    }
+    edges.sort_unstable();
+    edges.dedup();
+    Ok(edges)
 }
 
 /// Creates the inbox table with `VERSIONS = k` on its feed family (true), or checks that the

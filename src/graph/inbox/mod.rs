@@ -39,7 +39,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::columns;
+use crate::dataset::{columns, history};
 use crate::dataset::inbox::{celebrities_schema, inbox_schema, CELEBRITIES_TABLE, INBOX_TABLE};
 use crate::dataset::partition::{self, Staged};
 use crate::dataset::slice::Slice;
@@ -151,6 +151,9 @@ pub struct Built {
     pub authors: Vec<Author>,
     /// `(followee, follower)`, sorted and distinct: an author's fans are a range of them.
     edges: Vec<(i64, i64)>,
+    /// Of those, the edges no night up to the base gave ([`FollowNights::split_after`]):
+    /// sorted; `None` when the run was not split.
+    fresh: Option<Vec<(i64, i64)>>,
     /// `(created_at, mid, version)`: each author's newest K, newest first, side by side.
     posts: Vec<(i64, i64, i64)>,
     stats: InboxStats,
@@ -162,15 +165,75 @@ impl Built {
         self.edges[author.fans.clone()].iter().map(|&(_, f)| f)
     }
 
+    /// The fans of `author` that no night up to the base gave, ascending; `None` when the
+    /// run was not split at a base.
+    pub fn fresh_fans(&self, author: &Author) -> Option<impl Iterator<Item = i64> + '_> {
+        let fresh = self.fresh.as_ref()?;
+        let from = fresh.partition_point(|&(a, _)| a < author.uid);
+        let to = fresh.partition_point(|&(a, _)| a <= author.uid);
+        Some(fresh[from..to].iter().map(|&(_, f)| f))
+    }
+
     /// The posts `author` fans out: `(created_at, mid, version)`, newest first.
     pub fn posts(&self, author: &Author) -> &[(i64, i64, i64)] {
         &self.posts[author.posts.clone()]
     }
 }
 
+/// The follows a run reads, as the compacted history hands them out (runs, then nights),
+/// oldest first, and where the items after a base night begin. The feeds a base served reach
+/// exactly the edges of the nights up to it, so the fans the base did not serve are the edges
+/// only later nights give (docs/nightly.md, "Graph outputs across nights").
+pub struct FollowNights {
+    taken: Vec<history::Taken>,
+    /// The first item after the base, when the run is split at one.
+    fresh_from: Option<usize>,
+}
+
+impl FollowNights {
+    /// The committed follows of `clean` up to `date`.
+    pub fn take(fs: &FileSystems, clean: &Location, date: &str) -> Result<FollowNights> {
+        Ok(FollowNights {
+            taken: history::take_history(fs, &clean.join("follows"), date)?,
+            fresh_from: None,
+        })
+    }
+
+    /// Every night read, with its stamp, oldest first.
+    pub fn covered(&self) -> Vec<(String, i64)> {
+        self.taken
+            .iter()
+            .flat_map(|t| t.nights.iter().cloned().zip(t.stamps.iter().copied()))
+            .collect()
+    }
+
+    /// Splits the items at `base`, when the nights up to it are exactly `then` (the nights the
+    /// base was computed from, with the same stamps) and no item holds nights on both sides;
+    /// returns whether it did.
+    pub fn split_after(&mut self, base: &str, then: &[(String, i64)]) -> bool {
+        let upto: Vec<(String, i64)> = self
+            .covered()
+            .into_iter()
+            .filter(|(date, _)| date.as_str() <= base)
+            .collect();
+        let first_after = self
+            .taken
+            .iter()
+            .position(|t| t.nights.iter().any(|n| n.as_str() > base))
+            .unwrap_or(self.taken.len());
+        let straddles = self.taken[first_after..]
+            .iter()
+            .any(|t| t.nights.iter().any(|n| n.as_str() <= base));
+        self.fresh_from = (upto == then && !straddles).then_some(first_after);
+        self.fresh_from.is_some()
+    }
+}
+
 /// The nights the job reads, oldest first.
 struct Inputs {
     follows: Vec<Vec<FileEntry>>,
+    /// The first follows item after the base, when split ([`FollowNights`]).
+    fresh_from: Option<usize>,
     posts: Vec<Vec<FileEntry>>,
     /// Rows of every night (from the footers).
     follow_rows: u64,
@@ -197,6 +260,19 @@ pub fn run(
     options: &InboxOptions,
     emit: &mut dyn FnMut(&Built) -> Result<()>,
 ) -> Result<InboxStats> {
+    let follows = FollowNights::take(fs, clean, &options.date)?;
+    run_over(fs, clean, output, options, follows, emit)
+}
+
+/// [`run`] over the follows given, split at a base or not.
+pub fn run_over(
+    fs: &FileSystems,
+    clean: &Location,
+    output: &Location,
+    options: &InboxOptions,
+    follows: FollowNights,
+    emit: &mut dyn FnMut(&Built) -> Result<()>,
+) -> Result<InboxStats> {
     if options.k == 0 {
         return Err(Error::Usage("--k must be at least 1".into()));
     }
@@ -207,7 +283,8 @@ pub fn run(
             .collect())
     };
     let mut inputs = Inputs {
-        follows: nights("follows")?,
+        follows: follows.taken.into_iter().map(|t| t.files).collect(),
+        fresh_from: follows.fresh_from,
         posts: nights("posts")?,
         follow_rows: 0,
         post_rows: 0,
@@ -466,9 +543,11 @@ impl MayPost {
 
 /// A partition's follows as read: `(followee, follower)` to authors with a post to serve (or
 /// every edge, see [`read_follows`]), and the edges to authors without one that were only
-/// counted.
+/// counted. When the run is split at a base, `edges` are those of the nights up to it and
+/// `fresh` those of the nights after it (a pair may be in both).
 struct Edges {
     edges: Vec<(i64, i64)>,
+    fresh: Option<Vec<(i64, i64)>>,
     without_posts: u64,
 }
 
@@ -493,9 +572,14 @@ fn read_follows(
         .iter()
         .map(|_| Mutex::new(Vec::with_capacity(room)))
         .collect();
+    let fresh: Vec<Mutex<Vec<(i64, i64)>>> = round.iter().map(|_| Mutex::new(Vec::new())).collect();
     let without_posts: Vec<AtomicU64> = round.iter().map(|_| AtomicU64::new(0)).collect();
     let follow_rows = AtomicU64::new(0);
-    for night in &inputs.follows {
+    for (i, night) in inputs.follows.iter().enumerate() {
+        let to = match inputs.fresh_from {
+            Some(from) if i >= from => &fresh,
+            _ => &edges,
+        };
         night.par_iter().try_for_each(|f| {
             parquet_io::read_parquet_columns(fs, f, &["follower", "followee"], &mut |b| {
                 follow_rows.fetch_add(b.num_rows() as u64, Ordering::Relaxed);
@@ -513,18 +597,21 @@ fn read_follows(
                     }
                 }
                 for (s, rows) in mine.into_iter().enumerate() {
-                    lock(&edges[s]).extend(rows);
+                    lock(&to[s]).extend(rows);
                     without_posts[s].fetch_add(counted[s], Ordering::Relaxed);
                 }
                 Ok(())
             })
         })?;
     }
+    let split = inputs.fresh_from.is_some();
     let read = edges
         .into_iter()
+        .zip(fresh)
         .zip(without_posts)
-        .map(|(e, w)| Edges {
+        .map(|((e, fresh), w)| Edges {
             edges: e.into_inner().unwrap_or_else(|p| p.into_inner()),
+            fresh: split.then(|| fresh.into_inner().unwrap_or_else(|p| p.into_inner())),
             without_posts: w.into_inner(),
         })
         .collect();
@@ -537,10 +624,18 @@ fn read_follows(
 fn partition_of(read: Edges, posted: Posted, options: &InboxOptions) -> Built {
     let Edges {
         mut edges,
+        fresh,
         without_posts,
     } = read;
     edges.sort_unstable();
     edges.dedup();
+    let fresh = fresh.map(|mut fresh| {
+        fresh.sort_unstable();
+        fresh.dedup();
+        fresh.retain(|e| edges.binary_search(e).is_err());
+        merge_disjoint(&mut edges, &fresh);
+        fresh
+    });
     let Posted {
         mut authors,
         posts,
@@ -586,8 +681,28 @@ fn partition_of(read: Edges, posted: Posted, options: &InboxOptions) -> Built {
     Built {
         authors,
         edges,
+        fresh,
         posts,
         stats,
+    }
+}
+
+/// Merges `more` into `into`, both sorted and without a common element, in place: from the
+/// back, so each element moves once.
+fn merge_disjoint(into: &mut Vec<(i64, i64)>, more: &[(i64, i64)]) {
+    let mut a = into.len();
+    let mut b = more.len();
+    into.resize(a + b, (0, 0));
+    let mut to = into.len();
+    while b > 0 {
+        to -= 1;
+        if a > 0 && into[a - 1] > more[b - 1] {
+            a -= 1;
+            into[to] = into[a];
+        } else {
+            b -= 1;
+            into[to] = more[b];
+        }
     }
 }
 
@@ -724,6 +839,71 @@ mod tests {
                 .count();
             proptest::prop_assert!(passed < others.len() / 8, "{} of {} passed", passed, others.len());
         }
+    }
+
+    proptest::proptest! {
+        /// The in-place merge equals a sort of the union.
+        #[test]
+        fn merging_disjoint_edges_is_a_sorted_union(
+            edges in proptest::collection::btree_set((0i64..50, 0i64..50), 0..200),
+            take in proptest::collection::vec(proptest::bool::ANY, 200),
+        ) {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for (e, t) in edges.iter().zip(take.iter().cycle()) {
+                if *t { a.push(*e) } else { b.push(*e) }
+            }
+            merge_disjoint(&mut a, &b);
+            proptest::prop_assert_eq!(a, edges.into_iter().collect::<Vec<_>>());
+        }
+    }
+
+    fn taken(nights: &[(&str, i64)]) -> history::Taken {
+        history::Taken {
+            date: nights.last().unwrap().0.to_string(),
+            folder: Location::Local("/nowhere".into()),
+            files: Vec::new(),
+            nights: nights.iter().map(|n| n.0.to_string()).collect(),
+            stamps: nights.iter().map(|n| n.1).collect(),
+        }
+    }
+
+    #[test]
+    fn follows_split_at_a_base_only_when_its_nights_are_unchanged() {
+        let follows = || FollowNights {
+            taken: vec![
+                taken(&[("2026-11-01", 1), ("2026-11-02", 2)]),
+                taken(&[("2026-11-03", 3)]),
+                taken(&[("2026-11-04", 4)]),
+            ],
+            fresh_from: None,
+        };
+        let then = |n: &[(&str, i64)]| -> Vec<(String, i64)> {
+            n.iter().map(|(d, s)| (d.to_string(), *s)).collect()
+        };
+        let three = then(&[("2026-11-01", 1), ("2026-11-02", 2), ("2026-11-03", 3)]);
+        let mut f = follows();
+        assert!(f.split_after("2026-11-03", &three));
+        assert_eq!(f.fresh_from, Some(2));
+        // A rerun of the base's night: nothing after it.
+        let mut f = follows();
+        let four = then(&[
+            ("2026-11-01", 1),
+            ("2026-11-02", 2),
+            ("2026-11-03", 3),
+            ("2026-11-04", 4),
+        ]);
+        assert!(f.split_after("2026-11-04", &four));
+        assert_eq!(f.fresh_from, Some(3));
+        // A night up to the base restamped (rerun), or late (not seen by the base).
+        let mut f = follows();
+        let restamped = then(&[("2026-11-01", 1), ("2026-11-02", 9), ("2026-11-03", 3)]);
+        assert!(!f.split_after("2026-11-03", &restamped));
+        assert_eq!(f.fresh_from, None);
+        let mut f = follows();
+        assert!(!f.split_after("2026-11-03", &three[..2]));
+        // A run that holds nights on both sides of the base.
+        let mut f = follows();
+        assert!(!f.split_after("2026-11-01", &three[..1]));
     }
 
     #[test]
