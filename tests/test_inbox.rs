@@ -416,6 +416,23 @@ mod cluster_tests {
         let rerun = inbox_load(&nightly, &clean, &graph, NIGHTS[1], &[]);
         assert_eq!(rerun["load"]["rows"], 0, "{rerun}");
         assert_eq!(rerun["load"]["base"]["date"], NIGHTS[1], "{rerun}");
+        assert_eq!(second["load"]["base"]["fans_read_back"], false, "{second}");
+
+        // A marker that does not name the nights its base came from: the base's fans are
+        // read back from its output, and the night writes the same cells.
+        let read_back = cluster::Scratch::new("inbox_read_back");
+        inbox_load(&read_back, &clean, &graph, NIGHTS[0], &[]);
+        let marker = graph
+            .join("_load")
+            .join(format!("{}.inbox.json", &*read_back));
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(&marker).unwrap()).unwrap();
+        assert!(doc["nights"].is_array(), "{doc}");
+        doc.as_object_mut().unwrap().remove("nights");
+        std::fs::write(&marker, serde_json::to_vec(&doc).unwrap()).unwrap();
+        let again = inbox_load(&read_back, &clean, &graph, NIGHTS[1], &[]);
+        assert_eq!(again["load"]["base"]["fans_read_back"], true, "{again}");
+        assert_eq!(again["load"]["rows"], second["load"]["rows"], "{again}");
+        assert_eq!(visible_cells(&read_back, &rows), cells);
     }
 
     /// Night by night: load, inbox --load, and every chosen user's feed equals DuckDB's naive

@@ -874,6 +874,18 @@ mod on_the_cluster {
             let later = done.iter().all(|d| *d < night);
             let carried = night != nights[0] && later;
             assert_eq!(load["load"]["counters_carried"], carried, "{night}: {load}");
+            // So do rank's followers, from the state of the night before.
+            if carried {
+                let rank = format!("{root}/_runs/{ns}/dt={night}/rank.json");
+                let rank: Value =
+                    serde_json::from_slice(&fs.read_to_vec(&fs.parse(&rank).unwrap()).unwrap())
+                        .unwrap();
+                let before = done.iter().max().unwrap();
+                assert_eq!(
+                    rank["rank"]["followers_carried_from"], **before,
+                    "{night}: {rank}"
+                );
+            }
             done.push(night);
             let date = *done.iter().max().unwrap();
             let now = replay.recompute(&fs, &done, date);
@@ -908,21 +920,29 @@ mod on_the_cluster {
 
     /// Every file of the state a nightly namespace carries forward, by path under `root`,
     /// with its bytes: the compacted history, the newest counter snapshot, the graph load
-    /// markers (docs/nightly.md, "Repair").
+    /// markers, rank's newest followers state (docs/nightly.md, "Repair").
     fn state_files(fs: &FileSystems, root: &str, ns: &str) -> BTreeMap<String, Vec<u8>> {
+        let newest_in = |dir: &str| -> String {
+            let newest = fs
+                .list(&fs.parse(dir).unwrap(), false)
+                .unwrap()
+                .into_iter()
+                .filter_map(|e| e.location.file_name())
+                .filter(|name| name.starts_with("dt="))
+                .max()
+                .unwrap_or_else(|| panic!("no committed state in {dir}"));
+            format!("{dir}/{newest}")
+        };
         let state = format!("{root}/clean/_load/state/{ns}");
-        let newest = fs
-            .list(&fs.parse(&state).unwrap(), false)
-            .unwrap()
-            .into_iter()
-            .filter_map(|e| e.location.file_name())
-            .filter(|name| name.starts_with("dt="))
-            .max()
-            .expect("a committed counter snapshot");
+        let followers = format!("{root}/graph/rank/_followers");
         let places = ["users", "posts", "follows", "comments", "reposts"]
             .map(|entity| format!("{root}/clean/{entity}/_history"))
             .into_iter()
-            .chain([format!("{state}/{newest}"), format!("{root}/graph/_load")]);
+            .chain([
+                newest_in(&state),
+                format!("{root}/graph/_load"),
+                newest_in(&followers),
+            ]);
         let prefix = fs.parse(root).unwrap().to_string();
         let mut files = BTreeMap::new();
         for place in places {
@@ -954,6 +974,9 @@ mod on_the_cluster {
         );
         assert!(before.keys().any(|f| f.ends_with("/state.json")));
         assert!(before.keys().any(|f| f.starts_with("/graph/_load/")));
+        assert!(before
+            .keys()
+            .any(|f| f.ends_with("/_followers/dt=2026-11-10/nights.json")));
         let clean = format!("{root}/clean");
         let check = || {
             let mut cmd = bin();
@@ -1002,7 +1025,11 @@ mod on_the_cluster {
         for place in entities
             .map(|entity| format!("clean/{entity}/_history"))
             .into_iter()
-            .chain([format!("clean/_load/state/{ns}"), "graph/_load".into()])
+            .chain([
+                format!("clean/_load/state/{ns}"),
+                "graph/_load".into(),
+                "graph/rank/_followers".into(),
+            ])
         {
             fs.delete(&fs.parse(&format!("{root}/{place}")).unwrap())
                 .unwrap();

@@ -96,7 +96,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             memory_budget: args.memory_budget,
             slice: args.slice.unwrap_or(Slice::ALL),
         };
-        let ranking = rank::run(&ctx.fs, &inputs, &options).context("ranking")?;
+        let ranking = rank::run(&ctx.fs, &inputs, &options, &output).context("ranking")?;
         // Parquet first, committed; HBase after, so a failed load leaves the committed boards
         // (a rerun writes the same cells).
         let target = rank::write(
@@ -106,6 +106,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             options.slice,
             args.parquet.data_page_version,
             &ranking.boards,
+            ranking.followers.as_ref(),
         )
         .context("writing the boards")?;
         if args.load {

@@ -199,6 +199,34 @@ pub fn take_history(fs: &FileSystems, table: &Location, upto: &str) -> Result<Ve
     Ok(taken)
 }
 
+/// Every night `taken` stands for, with its stamp, oldest first: what a state computed from
+/// it records as covered.
+pub fn covered(taken: &[Taken]) -> Vec<(String, i64)> {
+    taken
+        .iter()
+        .flat_map(|t| t.nights.iter().cloned().zip(t.stamps.iter().copied()))
+        .collect()
+}
+
+/// Where the items of `taken` after the night `base` begin, when a state computed as of
+/// `base` can be carried over them: the nights up to `base` are exactly `then` (the nights
+/// the state covered, with the same stamps), and no item holds nights on both sides of
+/// `base`. `None` otherwise (a late night, a night cleaned again, a run across `base`).
+pub fn split_after(taken: &[Taken], base: &str, then: &[(String, i64)]) -> Option<usize> {
+    let upto: Vec<(String, i64)> = covered(taken)
+        .into_iter()
+        .filter(|(date, _)| date.as_str() <= base)
+        .collect();
+    let first_after = taken
+        .iter()
+        .position(|t| t.nights.iter().any(|n| n.as_str() > base))
+        .unwrap_or(taken.len());
+    let straddles = taken[first_after..]
+        .iter()
+        .any(|t| t.nights.iter().any(|n| n.as_str() <= base));
+    (upto == then && !straddles).then_some(first_after)
+}
+
 /// What [`compact`] did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Compacted {

@@ -148,6 +148,7 @@ fn commit_rank(
         Slice::ALL,
         merge_to.data_page_version,
         &boards,
+        None,
     )
     .context("writing the merged boards")
 }

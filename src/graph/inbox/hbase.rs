@@ -43,6 +43,9 @@ pub struct Loaded {
 pub struct FeedBase {
     pub date: Option<String>,
     pub unchanged_cells: u64,
+    /// Whether the base's fans were read back from its output, because the follows nights
+    /// up to it changed since (or were not recorded); else they are the edges of those nights.
+    pub fans_read_back: bool,
 }
 
 /// Builds the inbox of `options` (as [`super::run`] does) and writes into the `inbox` table
@@ -122,10 +125,13 @@ pub fn run(
         table: Table::Inbox.in_namespace(&hbase.namespace),
         reason: "the inbox job produced no report".into(),
     })?;
+    let fans_read_back = base.is_some() && !split;
     let base_date = base.map(|b| b.date);
     if whole {
         // The marker keeps naming the later night: then the nights its output came from.
-        let later_base = base_date.as_deref().is_some_and(|b| b > options.date.as_str());
+        let later_base = base_date
+            .as_deref()
+            .is_some_and(|b| b > options.date.as_str());
         let nights = if later_base { recorded } else { Some(covered) };
         marker.record_covering(fs, &options.date, base_date.as_deref(), nights.as_deref())?;
     }
@@ -134,6 +140,7 @@ pub fn run(
         base: FeedBase {
             date: base_date,
             unchanged_cells: unchanged,
+            fans_read_back,
         },
     };
     Ok((stats, loaded))
@@ -331,7 +338,9 @@ impl LoadedFeeds {
 
     /// The posts served for `author`.
     fn posts(&self, author: i64) -> &[Served] {
-        self.posts.get(&author).map_or(&[][..], |(p, _)| p.as_slice())
+        self.posts
+            .get(&author)
+            .map_or(&[][..], |(p, _)| p.as_slice())
     }
 
     /// The count of fans the base served `author`.

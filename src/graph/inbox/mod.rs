@@ -39,10 +39,10 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{columns, history};
 use crate::dataset::inbox::{celebrities_schema, inbox_schema, CELEBRITIES_TABLE, INBOX_TABLE};
 use crate::dataset::partition::{self, Staged};
 use crate::dataset::slice::Slice;
+use crate::dataset::{columns, history};
 use crate::error::{Error, Result};
 use crate::graph::round::{lock, slot, Newest};
 use crate::hdfs::{FileEntry, FileSystems, Location};
@@ -201,30 +201,13 @@ impl FollowNights {
 
     /// Every night read, with its stamp, oldest first.
     pub fn covered(&self) -> Vec<(String, i64)> {
-        self.taken
-            .iter()
-            .flat_map(|t| t.nights.iter().cloned().zip(t.stamps.iter().copied()))
-            .collect()
+        history::covered(&self.taken)
     }
 
-    /// Splits the items at `base`, when the nights up to it are exactly `then` (the nights the
-    /// base was computed from, with the same stamps) and no item holds nights on both sides;
-    /// returns whether it did.
+    /// Splits the items at `base` when the base's nights are unchanged
+    /// ([`history::split_after`]); returns whether it did.
     pub fn split_after(&mut self, base: &str, then: &[(String, i64)]) -> bool {
-        let upto: Vec<(String, i64)> = self
-            .covered()
-            .into_iter()
-            .filter(|(date, _)| date.as_str() <= base)
-            .collect();
-        let first_after = self
-            .taken
-            .iter()
-            .position(|t| t.nights.iter().any(|n| n.as_str() > base))
-            .unwrap_or(self.taken.len());
-        let straddles = self.taken[first_after..]
-            .iter()
-            .any(|t| t.nights.iter().any(|n| n.as_str() <= base));
-        self.fresh_from = (upto == then && !straddles).then_some(first_after);
+        self.fresh_from = history::split_after(&self.taken, base, then);
         self.fresh_from.is_some()
     }
 }

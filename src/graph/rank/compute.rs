@@ -33,12 +33,23 @@ pub(super) struct Partition {
     /// Per metric (in [`Metric::ALL`] order): users with a value above 0, and the top
     /// candidates as `(uid, value)`.
     pub(super) tops: Vec<(u64, Vec<(i64, i64)>)>,
+    /// Every user's followers, above 0, when kept ([`Partition::keep_top`]).
+    pub(super) followers: Vec<(i64, i64)>,
 }
 
 impl Partition {
-    /// Keeps only each metric's top `n` (the values map is dropped).
-    pub(super) fn keep_top(mut self, metrics: &[Metric], n: usize) -> Partition {
+    /// Keeps only each metric's top `n`, and with `followers` every user's followers (the
+    /// values map is dropped).
+    pub(super) fn keep_top(mut self, metrics: &[Metric], n: usize, followers: bool) -> Partition {
         let values = std::mem::take(&mut self.values);
+        if followers {
+            let slot = Metric::Followers.index();
+            self.followers = values
+                .iter()
+                .filter(|(_, v)| v[slot] > 0)
+                .map(|(uid, v)| (*uid, v[slot]))
+                .collect();
+        }
         self.tops = Metric::ALL
             .iter()
             .map(|m| {
@@ -227,5 +238,6 @@ pub(super) fn partition(
         values,
         read,
         tops: Vec::new(),
+        followers: Vec::new(),
     })
 }

@@ -22,9 +22,11 @@
 //! cut as if by one thread so every slice cuts alike, and writes its own boards under
 //! `slice=i-of-N/`; the top N of the slices' boards ([`merge_boards`]) is the whole job's.
 
+mod carried;
 mod compute;
 pub mod hbase;
 mod output;
+pub mod state;
 mod top;
 
 use std::fmt;
@@ -33,8 +35,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::parquet_io;
-use crate::dataset::partition;
 use crate::dataset::slice::Slice;
+use crate::dataset::{history, partition};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
@@ -113,13 +115,16 @@ impl fmt::Display for Metric {
 /// A metric's value for every user of a partition: one slot per [`Metric`].
 type Values = [i64; 6];
 
-/// One night's committed part files of a cleaned table, and that night's day.
+/// One night's committed part files of a cleaned table, and that night's day; or a run of
+/// the compacted history, labelled with its last night.
 #[derive(Clone, Debug)]
 pub struct Night {
     pub date: String,
     /// Days since 1970-01-01 (the night's date).
     pub day: i32,
     pub files: Vec<FileEntry>,
+    /// The nights it stands for, with their stamps ([`history::Taken`]).
+    pub taken: history::Taken,
 }
 
 /// What the job reads: every committed night up to the date, oldest first, of the cleaned
@@ -144,11 +149,16 @@ impl Inputs {
         metrics: &[Metric],
     ) -> Result<Inputs> {
         let nights = |entity: &str| -> Result<Vec<Night>> {
-            Ok(partition::history_nights(fs, clean, entity, date)?
+            Ok(history::take_history(fs, &clean.join(entity), date)?
                 .into_iter()
-                .filter_map(|(date, files)| {
-                    let day = day_of_date(&date)?;
-                    Some(Night { date, day, files })
+                .filter_map(|taken| {
+                    let day = day_of_date(&taken.date)?;
+                    Some(Night {
+                        date: taken.date.clone(),
+                        day,
+                        files: taken.files.clone(),
+                        taken,
+                    })
                 })
                 .collect())
         };
@@ -263,6 +273,10 @@ pub struct RankStats {
     pub partitions: u32,
     /// Per metric: the users with a value above 0 (those that could be ranked).
     pub users_ranked: Vec<(Metric, u64)>,
+    /// The night whose followers state the run carried forward ([`state`]); `None` for a
+    /// pass over every night.
+    #[serde(default)]
+    pub followers_carried_from: Option<String>,
 }
 
 impl RankStats {
@@ -322,6 +336,9 @@ pub fn merge_boards(
 pub struct Ranking {
     pub boards: Vec<(Metric, Vec<Ranked>)>,
     pub stats: RankStats,
+    /// Every user's followers as of the date, for the next night to carry forward: counted
+    /// by a whole run that read the follows, `None` otherwise.
+    pub followers: Option<state::Followers>,
 }
 
 /// Bytes a follow end costs in a pass: followee, follower and day, sorted in place.
@@ -347,10 +364,31 @@ fn partitions_for(rows: [u64; 3], budget: u64, threads: usize) -> u32 {
     (peak.div_ceil(per_pass).min(4096) as u32).clamp(at_least, 4096)
 }
 
-/// Computes the boards.
-pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<Ranking> {
+/// Computes the boards: from the followers state an earlier night left under `output` and
+/// the nights since, when it can be carried forward ([`carried`]), else in a pass over every
+/// night.
+pub fn run(
+    fs: &FileSystems,
+    inputs: &Inputs,
+    options: &RankOptions,
+    output: &Location,
+) -> Result<Ranking> {
     let day = day_of_date(&options.date)
         .ok_or_else(|| Error::Usage(format!("--date {:?} is not YYYY-MM-DD", options.date)))?;
+    let wanted: Vec<Metric> = Metric::ALL
+        .into_iter()
+        .filter(|m| options.metrics.contains(m))
+        .collect();
+    let whole = options.slice == Slice::ALL;
+    let counts_followers = whole && !inputs.follows.is_empty();
+    if counts_followers {
+        if let Some(saved) = state::newest_before(fs, output, &options.date)? {
+            if let Some(split) = carried::applies(fs, inputs, &saved, options.memory_budget)? {
+                log::info!("rank: carrying the followers of {} forward", saved.date);
+                return carried::run(fs, inputs, options, day, &saved, split, &wanted);
+            }
+        }
+    }
     let threads = rayon::current_num_threads();
     let rows = inputs.rows(fs)?;
     let (n, mine) = options
@@ -362,17 +400,13 @@ pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<R
         rows[1],
         rows[2]
     );
-    let wanted: Vec<Metric> = Metric::ALL
-        .into_iter()
-        .filter(|m| options.metrics.contains(m))
-        .collect();
     let bar = crate::progress::count(mine.len() as u64, "rank");
-    let parts: Vec<compute::Partition> = mine
+    let mut parts: Vec<compute::Partition> = mine
         .into_par_iter()
         .map(|p| {
             let part = compute::partition(fs, inputs, day, p, n)?;
             bar.inc(1);
-            Ok(part.keep_top(&wanted, options.top))
+            Ok(part.keep_top(&wanted, options.top, counts_followers))
         })
         .collect::<Result<_>>()?;
     bar.finish_and_clear();
@@ -404,7 +438,24 @@ pub fn run(fs: &FileSystems, inputs: &Inputs, options: &RankOptions) -> Result<R
     stats.post_rows /= n;
     stats.comment_rows /= n;
     stats.friend_count_rows /= n;
-    Ok(Ranking { boards, stats })
+    let followers = counts_followers.then(|| {
+        let mut counts: Vec<(i64, i64)> = parts
+            .iter_mut()
+            .flat_map(|p| std::mem::take(&mut p.followers))
+            .collect();
+        counts.sort_unstable();
+        let taken: Vec<history::Taken> = inputs.follows.iter().map(|n| n.taken.clone()).collect();
+        state::Followers {
+            date: options.date.clone(),
+            covered: history::covered(&taken),
+            counts,
+        }
+    });
+    Ok(Ranking {
+        boards,
+        stats,
+        followers,
+    })
 }
 
 #[cfg(test)]

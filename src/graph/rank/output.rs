@@ -7,6 +7,7 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Int32Type, Int64Type};
 
+use super::state::{self, Followers};
 use super::{Metric, Ranked};
 use crate::dataset::parquet_io;
 use crate::dataset::parquet_io::ParquetWriter;
@@ -17,7 +18,8 @@ use crate::error::{Error, Result};
 use crate::hdfs::{FileSystems, Location};
 
 /// Writes `boards` to `<output>/rank/dt=<date>/part-00000.parquet` (a slice's under
-/// `slice=i-of-N/`) and commits it; returns the partition's folder.
+/// `slice=i-of-N/`) and commits it, with the `followers` state of the same night when given
+/// and no newer state is committed ([`super::state`]); returns the partition's folder.
 pub fn write(
     fs: &FileSystems,
     output: &Location,
@@ -25,14 +27,27 @@ pub fn write(
     slice: Slice,
     data_page_version: u8,
     boards: &[(Metric, Vec<Ranked>)],
+    followers: Option<&Followers>,
 ) -> Result<Location> {
-    let staged = [Staged::of_slice(
+    let tag = partition::run_tag();
+    let mut staged = vec![Staged::of_slice(
         &output.join(TABLE),
         &format!("dt={date}"),
         slice,
-        &partition::run_tag(),
+        &tag,
     )];
     let written = (|| {
+        if let Some(followers) = followers {
+            if state::is_newest(fs, output, &followers.date)? {
+                staged.push(state::stage(
+                    fs,
+                    output,
+                    followers,
+                    &tag,
+                    data_page_version,
+                )?);
+            }
+        }
         let rows: Vec<(&str, &Ranked)> = boards
             .iter()
             .flat_map(|(m, board)| board.iter().map(move |r| (m.name(), r)))
@@ -62,6 +77,9 @@ pub fn write(
     if let Err(e) = written {
         partition::abandon(fs, &staged);
         return Err(e);
+    }
+    if staged.len() > 1 {
+        state::prune(fs, output)?;
     }
     Ok(staged[0].target.clone())
 }

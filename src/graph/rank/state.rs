@@ -1,0 +1,167 @@
+//! The followers rank carries from one night to the next: every user's count of distinct
+//! followers as of a night, and the follows nights (with their stamps) it was counted from.
+//! The next night adds the pairs its own nights bring instead of counting every pair again
+//! (docs/design/rank.md, "Across nights").
+//!
+//! ```text
+//! <output>/rank/_followers/dt=<date>/part-00000.parquet   uid, followers (sorted by uid)
+//! <output>/rank/_followers/dt=<date>/nights.json          [[date, stamp], ...]
+//! ```
+//!
+//! Invariants: a state is committed together with its night's boards (one journal), so a
+//! committed board and its state agree; it is written only by a whole run, never by a slice,
+//! and never for a night older than the newest state; the two newest are kept. Its bytes are
+//! a function of the counts alone: every route that computes them writes the same file.
+
+use std::sync::Arc;
+
+use arrow::array::{Int64Array, RecordBatch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use crate::dataset::columns;
+use crate::dataset::parquet_io::{self, ParquetWriter};
+use crate::dataset::partition::{self, Staged};
+use crate::dataset::rank::TABLE;
+use crate::error::{Error, Result};
+use crate::hdfs::{FileEntry, FileSystems, Location};
+
+/// The states' folder under the rank table.
+const FOLDER: &str = "_followers";
+const NIGHTS: &str = "nights.json";
+/// Rows a batch of the state's file holds.
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// Every user's followers as of `date`, counted from the follows nights `covered`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Followers {
+    pub date: String,
+    pub covered: Vec<(String, i64)>,
+    /// `(uid, followers)`, sorted by uid, followers above 0.
+    pub counts: Vec<(i64, i64)>,
+}
+
+/// A committed state, not yet read.
+#[derive(Clone, Debug)]
+pub struct Saved {
+    pub date: String,
+    pub covered: Vec<(String, i64)>,
+    files: Vec<FileEntry>,
+}
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("uid", DataType::Int64, false),
+        Field::new("followers", DataType::Int64, false),
+    ]))
+}
+
+fn folder(output: &Location) -> Location {
+    output.join(TABLE).join(FOLDER)
+}
+
+/// The committed states under `output`, oldest first: `(date, folder)`.
+fn committed(fs: &FileSystems, output: &Location) -> Result<Vec<(String, Location)>> {
+    let mut found = Vec::new();
+    for (date, dir) in partition::dated_folders(fs, &folder(output))? {
+        if fs.exists(&dir.join("_SUCCESS"))? {
+            found.push((date, dir));
+        }
+    }
+    Ok(found)
+}
+
+/// The newest committed state of a night before `date`, if any.
+pub fn newest_before(fs: &FileSystems, output: &Location, date: &str) -> Result<Option<Saved>> {
+    let Some((found, dir)) = committed(fs, output)?
+        .into_iter()
+        .rfind(|(d, _)| d.as_str() < date)
+    else {
+        return Ok(None);
+    };
+    let at = dir.join(NIGHTS);
+    let covered = serde_json::from_slice(&fs.read_to_vec(&at)?).map_err(|e| Error::BadInput {
+        path: at.to_string(),
+        line: 0,
+        reason: format!("not a list of nights: {e}"),
+    })?;
+    Ok(Some(Saved {
+        date: found,
+        covered,
+        files: partition::committed_parts(fs, &dir)?,
+    }))
+}
+
+/// Whether a state of `date` would be written: none is newer.
+pub fn is_newest(fs: &FileSystems, output: &Location, date: &str) -> Result<bool> {
+    Ok(committed(fs, output)?
+        .last()
+        .is_none_or(|(d, _)| d.as_str() <= date))
+}
+
+/// Reads a state's counts, in its order (by uid).
+pub fn read(fs: &FileSystems, saved: &Saved) -> Result<Vec<(i64, i64)>> {
+    let mut counts = Vec::new();
+    for f in &saved.files {
+        parquet_io::read_parquet_columns(fs, f, &["uid", "followers"], &mut |b| {
+            let uid = columns::ids(f, b, "uid")?;
+            let followers = columns::ids(f, b, "followers")?;
+            counts.extend(
+                uid.values()
+                    .iter()
+                    .copied()
+                    .zip(followers.values().iter().copied()),
+            );
+            Ok(())
+        })?;
+    }
+    Ok(counts)
+}
+
+/// Stages `followers` under `output` for the commit of its night's boards.
+pub fn stage(
+    fs: &FileSystems,
+    output: &Location,
+    followers: &Followers,
+    tag: &str,
+    data_page_version: u8,
+) -> Result<Staged> {
+    let staged = Staged::new(&folder(output), &format!("dt={}", followers.date), tag);
+    let props =
+        parquet_io::with_data_page_version(parquet_io::writer_properties(true), data_page_version)
+            .build();
+    let location = staged.tmp.join("part-00000.parquet");
+    let mut writer = ParquetWriter::create_staged(fs, &location, schema(), props)?;
+    for chunk in followers.counts.chunks(BATCH_ROWS) {
+        let batch = RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(chunk.iter().map(|c| c.0))),
+                Arc::new(Int64Array::from_iter_values(chunk.iter().map(|c| c.1))),
+            ],
+        )
+        .expect("columns of the schema");
+        writer.write(&batch)?;
+    }
+    writer.finish()?;
+    let nights = serde_json::to_vec(&followers.covered).map_err(|e| Error::Io {
+        op: "encode",
+        path: staged.tmp.to_string(),
+        source: e.into(),
+    })?;
+    fs.write_atomic(&staged.tmp.join(NIGHTS), &nights)?;
+    Ok(staged)
+}
+
+/// Deletes every committed state but the two newest.
+pub fn prune(fs: &FileSystems, output: &Location) -> Result<()> {
+    let states = committed(fs, output)?;
+    for (_, dir) in states.iter().rev().skip(2) {
+        fs.delete(dir)?;
+    }
+    Ok(())
+}
+
+/// Rows of a state (from its footers).
+pub fn rows(fs: &FileSystems, saved: &Saved) -> Result<u64> {
+    parquet_io::parquet_rows(fs, &saved.files)
+}
