@@ -94,7 +94,7 @@ pub(super) fn run(
             Metric::Posts => positive(&day_values.posts),
             Metric::RepostsReceived => positive(&day_values.reposts_received),
             Metric::CommentsReceived => positive(&day_values.comments_received),
-            Metric::Friends => positive(&friends),
+            Metric::Friends => friends.clone(),
         };
         stats.users_ranked.push((metric, candidates.len() as u64));
         boards.push((metric, top(candidates, top_n)));
@@ -389,26 +389,35 @@ fn newest_authors(
     Ok(authors)
 }
 
-/// The date's friend counts by user (summed over slices).
-fn friend_counts(
-    fs: &FileSystems,
-    files: &[FileEntry],
-    rows: &mut u64,
-) -> Result<FxHashMap<i64, i64>> {
+/// The date's friend counts by user (summed over slices), above 0.
+fn friend_counts(fs: &FileSystems, files: &[FileEntry], rows: &mut u64) -> Result<Vec<(i64, i64)>> {
     let schema = counts_schema();
-    let mut friends: FxHashMap<i64, i64> = FxHashMap::default();
+    let mut friends: Vec<(i64, i64)> = Vec::new();
     for f in files {
         parquet_io::read_parquet_columns(fs, f, &["uid", "friends"], &mut |b| {
             *rows += b.num_rows() as u64;
             check(b, &schema, &f.location.to_string())?;
             let (uid, count) = count_columns(b);
-            for (&u, &k) in uid.values().iter().zip(count.values()) {
-                *friends.entry(u).or_default() += k;
-            }
+            friends.extend(
+                uid.values()
+                    .iter()
+                    .copied()
+                    .zip(count.values().iter().copied()),
+            );
             Ok(())
         })?;
     }
-    Ok(friends)
+    // A user is in one row of each slice's counts: sum its rows.
+    friends.sort_unstable();
+    let mut summed: Vec<(i64, i64)> = Vec::with_capacity(friends.len());
+    for (u, k) in friends {
+        match summed.last_mut() {
+            Some(last) if last.0 == u => last.1 += k,
+            _ => summed.push((u, k)),
+        }
+    }
+    summed.retain(|(_, k)| *k > 0);
+    Ok(summed)
 }
 
 #[cfg(test)]

@@ -126,8 +126,9 @@ pub fn stage(
     data_page_version: u8,
 ) -> Result<Staged> {
     let staged = Staged::new(&folder(output), &format!("dt={}", followers.date), tag);
+    // Distinct uids and small counts: a dictionary would only cost time.
     let props =
-        parquet_io::with_data_page_version(parquet_io::writer_properties(true), data_page_version)
+        parquet_io::with_data_page_version(parquet_io::writer_properties(false), data_page_version)
             .build();
     let location = staged.tmp.join("part-00000.parquet");
     let mut writer = ParquetWriter::create_staged(fs, &location, schema(), props)?;
