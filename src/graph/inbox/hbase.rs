@@ -7,6 +7,9 @@
 //! that night's output is the base ([`LoadedFeeds`]). A feed cell is written when its post is
 //! new to its author's newest K or its fan is new to the author; a celebrity's markers when its
 //! count of fans changed. So a night writes the cells its delta brings, not every feed again.
+//! The marker also records the follows nights the base was computed from: while they are
+//! unchanged, the fans the base served are the edges of those nights, and only the posts it
+//! served are read back ([`super::FollowNights`]).
 //!
 //! Invariant: the `inbox` table keeps exactly K versions of its feed family; a table made for
 //! another K is refused, since HBase would silently cut or pad the feeds.
