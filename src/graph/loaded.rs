@@ -38,15 +38,9 @@ impl Marker {
     /// The night whose output the namespace holds, when the marker exists and every file it
     /// recorded is still there with its size; `None` (logged) otherwise.
     pub fn base(&self, fs: &FileSystems) -> Result<Option<String>> {
-        if !fs.exists(&self.at)? {
+        let Some(doc) = self.read(fs)? else {
             return Ok(None);
-        }
-        let doc: serde_json::Value =
-            serde_json::from_slice(&fs.read_to_vec(&self.at)?).map_err(|e| Error::BadInput {
-                path: self.at.to_string(),
-                line: 0,
-                reason: format!("reading {}: {e}", self.at),
-            })?;
+        };
         let Some(date) = doc["as_of"].as_str().map(String::from) else {
             return Ok(None);
         };
@@ -66,16 +60,23 @@ impl Marker {
     /// The input nights (with their stamps) the base's output was computed from, when the
     /// marker recorded them ([`Marker::record_covering`]).
     pub fn nights(&self, fs: &FileSystems) -> Result<Option<Vec<(String, i64)>>> {
+        Ok(self
+            .read(fs)?
+            .and_then(|doc| serde_json::from_value(doc["nights"].clone()).ok()))
+    }
+
+    /// The marker's document, when it exists.
+    fn read(&self, fs: &FileSystems) -> Result<Option<serde_json::Value>> {
         if !fs.exists(&self.at)? {
             return Ok(None);
         }
-        let doc: serde_json::Value =
+        let doc =
             serde_json::from_slice(&fs.read_to_vec(&self.at)?).map_err(|e| Error::BadInput {
                 path: self.at.to_string(),
                 line: 0,
                 reason: format!("reading {}: {e}", self.at),
             })?;
-        Ok(serde_json::from_value(doc["nights"].clone()).ok())
+        Ok(Some(doc))
     }
 
     /// Records `date` (or the base's, when later) with the sizes of its output's files, once
