@@ -29,8 +29,9 @@ pub struct Args {
 
 #[derive(clap::Subcommand, Debug)]
 enum Action {
-    /// Rebuild every run from its nights beside it and compare the two byte for byte; recompute
-    /// every namespace's counter snapshot and compare the counters
+    /// Rebuild every run from its nights beside it and compare the two byte for byte (row for
+    /// row where the bytes differ); recompute every namespace's counter snapshot and compare
+    /// the counters
     Check(Place),
     /// Delete every run and fold the nights again
     Rebuild(Place),
