@@ -12,6 +12,13 @@ use std::sync::{Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
 
+/// Room for a partition's share of `rows` spread by the hash, and a little more, so that a
+/// vector or map does not double past the budget.
+pub fn share(rows: u64, n: u32) -> usize {
+    let share = (rows / u64::from(n.max(1))) as usize;
+    share + share / 32 + 1024
+}
+
 /// The slot in `round` (partition numbers of `n`) of the partition that `id` hashes to, if
 /// that partition is in the round.
 pub fn slot(round: &[u32], n: u32, id: i64) -> Option<usize> {

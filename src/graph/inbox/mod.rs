@@ -44,7 +44,7 @@ use crate::dataset::partition::{self, Staged};
 use crate::dataset::slice::Slice;
 use crate::dataset::{columns, history};
 use crate::error::{Error, Result};
-use crate::graph::round::{lock, slot, Newest};
+use crate::graph::round::{lock, share, slot, Newest};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
 use crate::dataset::parquet_io;
@@ -365,13 +365,6 @@ const DELETED: i64 = i64::MIN;
 struct Post {
     author: i64,
     created: i64,
-}
-
-/// Room for a partition's share of `rows` spread by the hash, and a little more, so that a
-/// vector or map does not double past the budget.
-fn share(rows: u64, n: u32) -> usize {
-    let share = (rows / u64::from(n)) as usize;
-    share + share / 32 + 1024
 }
 
 /// Reads every post once for the partitions of `round` (of `n`), each going to the partition

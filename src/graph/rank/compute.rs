@@ -15,6 +15,7 @@ use crate::dataset::columns;
 use crate::dataset::friends::{check, count_columns, counts_schema};
 use crate::dataset::parquet_io;
 use crate::error::Result;
+use crate::graph::round::share;
 use crate::hdfs::FileSystems;
 
 /// Rows read by one partition's pass.
@@ -74,13 +75,13 @@ impl Partition {
     }
 }
 
-/// Computes partition `p` of `n` for the date `day`.
+/// Computes partition `p` of `n` for the date `day`, of `follow_rows` follow rows in all.
 pub(super) fn partition(
     fs: &FileSystems,
     inputs: &Inputs,
     day: i32,
-    p: u32,
-    n: u32,
+    (p, n): (u32, u32),
+    follow_rows: u64,
 ) -> Result<Partition> {
     // The load's counters cut the uids the same way (the one stable hash).
     let mine = |uid: i64| crate::hash::id_bucket(uid, n) == p;
@@ -90,7 +91,9 @@ pub(super) fn partition(
 
     // Follows: (followee, follower, first day) of the followees here, sorted, so each pair's
     // first record after the sort holds its earliest day.
-    let mut ends: Vec<(i64, i64, i32)> = Vec::new();
+    // Sized for the partition's share: grown by doubling, the vector would overshoot the
+    // budget and copy itself at its largest.
+    let mut ends: Vec<(i64, i64, i32)> = Vec::with_capacity(share(follow_rows, n));
     for night in &inputs.follows {
         for f in &night.files {
             let cols = ["follower", "followee", "followed_at"];
@@ -115,6 +118,9 @@ pub(super) fn partition(
         }
     }
     ends.sort_unstable();
+    // Room for every followee at once: a map that doubles holds its old table beside the new.
+    let followees = ends.chunk_by(|x, y| x.0 == y.0).count();
+    values.reserve(followees);
     let mut last: Option<(i64, i64)> = None;
     for &(e, a, first) in &ends {
         if last == Some((e, a)) {

@@ -345,15 +345,18 @@ pub struct Ranking {
 const BYTES_PER_END: u64 = 24;
 /// Bytes a post costs in a pass: its entry in the map of owned posts, with the table's slack.
 const BYTES_PER_POST: u64 = 48;
-/// Bytes a user's values cost, with the map's slack; a user is counted per edge end or post,
-/// which overestimates (users have many of both).
-const BYTES_PER_USER: u64 = 80;
+/// Bytes a user's values cost: a 56-byte map slot with the map's slack (it is at most 7/8
+/// full, and at least 7/16 just after it grows).
+const BYTES_PER_USER: u64 = 128;
+/// Follow and post rows per user with values, at most: a followee has several fans, an
+/// author several posts (the paper preset's followees have about 4 fans each).
+const ROWS_PER_USER: u64 = 4;
 
 /// How many partitions keep `threads` passes at once within `budget`: the follow ends are
 /// counted and dropped before the posts are read, so a pass peaks at the larger of the two.
 fn partitions_for(rows: [u64; 3], budget: u64, threads: usize) -> u32 {
     let [follows, posts, _] = rows;
-    let users = (follows / 8 + posts / 4).saturating_mul(BYTES_PER_USER);
+    let users = ((follows + posts) / ROWS_PER_USER).saturating_mul(BYTES_PER_USER);
     let peak = users.saturating_add(
         follows
             .saturating_mul(BYTES_PER_END)
@@ -404,7 +407,7 @@ pub fn run(
     let mut parts: Vec<compute::Partition> = mine
         .into_par_iter()
         .map(|p| {
-            let part = compute::partition(fs, inputs, day, p, n)?;
+            let part = compute::partition(fs, inputs, day, (p, n), rows[0])?;
             bar.inc(1);
             Ok(part.keep_top(&wanted, options.top, counts_followers))
         })
@@ -480,8 +483,8 @@ mod tests {
         assert_eq!(partitions_for([0, 0, 0], 1 << 30, 2), 2);
         let rows = [100_000_000, 10_000_000, 0];
         let n = partitions_for(rows, 1 << 30, 2);
-        // 2.5 GB of follow ends and 1 GB of users over two passes of 512 MiB each.
-        assert_eq!(n, 7);
+        // 2.4 GB of follow ends and 3.5 GB of users over two passes of 512 MiB each.
+        assert_eq!(n, 12);
         assert!(partitions_for(rows, 1 << 28, 2) > n);
     }
 
