@@ -256,12 +256,7 @@ pub(super) fn covered_as_of(
 fn covered(taken: &BTreeMap<&str, Vec<history::Taken>>) -> state::Covered {
     taken
         .iter()
-        .map(|(e, t)| {
-            let nights = t
-                .iter()
-                .flat_map(|t| t.nights.iter().cloned().zip(t.stamps.clone()));
-            (e.to_string(), nights.collect())
-        })
+        .map(|(e, t)| (e.to_string(), history::covered(t)))
         .collect()
 }
 
@@ -278,31 +273,20 @@ fn carry(
     let Some(was) = &snapshot.covered else {
         return Ok(None);
     };
-    let upto = snapshot.as_of.as_str();
-    let now = covered(taken);
     let mut before: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
     let mut since: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
     for (entity, items) in taken {
-        let then: Vec<(String, i64)> = now[*entity]
-            .iter()
-            .filter(|(date, _)| date.as_str() <= upto)
-            .cloned()
-            .collect();
-        if was.get(*entity) != Some(&then) {
+        let split = was
+            .get(*entity)
+            .and_then(|then| history::split_after(items, &snapshot.as_of, then));
+        let Some(split) = split else {
             return Ok(None);
-        }
-        for item in items {
-            let old = item.nights.iter().all(|n| n.as_str() <= upto);
-            let new = item.nights.iter().all(|n| n.as_str() > upto);
-            let side = match (old, new) {
-                (true, _) => &mut before,
-                (_, true) => &mut since,
-                _ => return Ok(None),
-            };
-            side.entry(entity)
-                .or_default()
-                .extend(item.files.iter().cloned());
-        }
+        };
+        let files = |items: &[history::Taken]| -> Vec<FileEntry> {
+            items.iter().flat_map(|i| i.files.iter().cloned()).collect()
+        };
+        before.insert(entity, files(&items[..split]));
+        since.insert(entity, files(&items[split..]));
     }
     let (history, nights) = (Inputs::of(&before, &[]), Inputs::of(&since, mention_posts));
     Ok(Some(super::delta::delta(fs, &history, &nights, snapshot)?))
