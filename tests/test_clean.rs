@@ -613,3 +613,85 @@ fn the_report_names_each_files_dialect_and_lists_sidecars_as_skipped() {
         assert!(formats.contains(dialect), "{dialect} not in {formats:?}");
     }
 }
+
+#[test]
+fn a_follow_export_after_a_users_csv_is_read_as_follows_and_leaves_the_profile_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = dir.path().join("crawl");
+    fs::create_dir(&crawl).unwrap();
+    // weibo-crawler's users.csv, then a fork's follow export whose name sorts after it: the
+    // export has `用户id` and `昵称` too, and read as users its edges would overwrite the
+    // profile of 1669879400 with a followee's name.
+    let header = "用户id,昵称,性别,生日,所在地,IP属地,学习经历,公司,注册时间,阳光信用,\
+                  微博数,粉丝数,关注数,简介,主页,头像,高清头像,微博等级,会员等级,是否认证,\
+                  认证类型,认证信息,上次记录微博信息";
+    let profile = "1669879400,Dear-迪丽热巴,f,,上海,,,,2010-07-01,,1200,80000000,300,,,,,,,\
+                   True,0,,";
+    fs::write(crawl.join("users.csv"), format!("{header}\n{profile}\n")).unwrap();
+    fs::write(
+        crawl.join("users_follows.csv"),
+        "用户id,关注者id,昵称\n1669879400,1195230310,何炅\n1669879400,2803301701,人民日报\n",
+    )
+    .unwrap();
+    // Part of a layout's evidence, and no more: refused, not read by the nearest layout.
+    fs::write(
+        crawl.join("partial.csv"),
+        "用户id,昵称\n1669879400,someone\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let report_path = dir.path().join("report.json");
+    let result = clean(
+        &crawl,
+        &out,
+        &[
+            "--max-reject-ratio",
+            "1",
+            "--report",
+            report_path.to_str().unwrap(),
+        ],
+    );
+    assert!(result.status.success(), "{}", stderr(&result));
+    let users: Vec<Value> = parquet_rows(&out.join(format!("users/dt={DATE}")))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert_eq!(users[0]["uid"], 1669879400, "{users:?}");
+    assert_eq!(users[0]["screen_name"], "Dear-迪丽热巴", "{users:?}");
+    assert_eq!(users[0]["followers_count"], 80000000, "{users:?}");
+    let follows: BTreeSet<(i64, i64)> = parquet_rows(&out.join(format!("follows/dt={DATE}")))
+        .lines()
+        .map(|l| {
+            let row: Value = serde_json::from_str(l).unwrap();
+            (
+                row["follower"].as_i64().unwrap(),
+                row["followee"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        follows,
+        BTreeSet::from([(1669879400, 1195230310), (1669879400, 2803301701)])
+    );
+    let report = report(&report_path);
+    let file = |name: &str| -> Value {
+        report["clean"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(name))
+            .unwrap_or_else(|| panic!("{name} not in {report}"))
+            .clone()
+    };
+    assert_eq!(file("/users_follows.csv")["format"], "follow-export");
+    assert_eq!(file("/users.csv")["format"], "weibo-crawler-users");
+    let partial = file("/partial.csv");
+    assert_eq!(partial["format"], Value::Null, "{partial}");
+    let rejects =
+        fs::read_to_string(out.join(format!("_rejects/dt={DATE}/rejects.jsonl"))).unwrap();
+    assert!(
+        rejects.contains("unknown_format") && rejects.contains("partial.csv"),
+        "{rejects}"
+    );
+}

@@ -174,11 +174,19 @@ pub fn read_csv(
 /// What a header row maps to: a crawler's known header first, else our canonical names
 /// (the entity from the names or, failing that, from the path).
 fn header_mapping(names: &[String], path: &str) -> Option<Mapped> {
+    use super::weibospider::OtherHeader;
+    let other = || match super::weibospider::crawler_other_header(names) {
+        OtherHeader::Read(mapped) => Some(Some(mapped)),
+        // Partly a crawler's layout: not ours either (docs/formats.md, "Detection").
+        OtherHeader::Partial => Some(None),
+        OtherHeader::None => None,
+    };
     let crawler = super::weibospider::header(names, path)
         .or_else(|| super::weibospider::crawler_header(names, path))
-        .or_else(|| super::weibospider::crawler_other_header(names))
-        .or_else(|| super::mediacrawler::header(names));
-    if crawler.is_some() {
+        .map(Some)
+        .or_else(other)
+        .or_else(|| super::mediacrawler::header(names).map(Some));
+    if let Some(crawler) = crawler {
         return crawler;
     }
     let entity =

@@ -39,6 +39,8 @@ pub enum Dialect {
     WeiboCrawlerJson,
     /// weiboSpider's per-user posts CSV.
     WeibospiderPosts,
+    /// A fork's follow export, `用户id,关注者id,昵称`.
+    FollowExport,
 }
 
 impl Dialect {
@@ -60,6 +62,7 @@ impl Dialect {
             Dialect::WeiboCrawlerComments => "weibo-crawler-comments",
             Dialect::WeiboCrawlerJson => "weibo-crawler-json",
             Dialect::WeibospiderPosts => "weibospider-posts",
+            Dialect::FollowExport => "follow-export",
         }
     }
 

@@ -403,8 +403,14 @@ pub fn read_file(
             })
         }
     };
+    // A CSV or JSON file is what its header or records said, or unknown: never our canonical
+    // format by default.
+    let format = match format {
+        Some(Format::CanonicalCsv | Format::CanonicalJsonl) => dialect,
+        other => dialect.or(other.map(Format::dialect)),
+    };
     Ok(FileSummary {
-        format: dialect.or(format.map(Format::dialect)),
+        format,
         corrupt: corrupted,
         warnings,
         ..summary(compression, encoding)

@@ -127,29 +127,74 @@ const CRAWLER_COMMENT_COLUMNS: &[(&str, &str)] = &[
     ("like_count", "like_count"),
 ];
 
-/// Recognises weibo-crawler's `users.csv` (`用户id, 昵称, ...`) or its comments export
-/// (`id, weibo_id, created_at, user_screen_name, text, pic_url, like_count`).
-pub fn crawler_other_header(names: &[String]) -> Option<Mapped> {
-    let has = |n: &str| names.iter().any(|x| x == n);
-    let (entity, columns, dialect) = if has("用户id") && has("昵称") {
-        (
-            Entity::Users,
-            CRAWLER_USER_COLUMNS,
-            Dialect::WeiboCrawlerUsers,
-        )
-    } else if has("weibo_id") && has("user_screen_name") {
-        (
-            Entity::Comments,
-            CRAWLER_COMMENT_COLUMNS,
-            Dialect::WeiboCrawlerComments,
-        )
-    } else {
-        return None;
-    };
-    Some(Mapped {
-        dialect,
-        ..Mapped::columns(entity, Mapped::table_mapping(entity, names, columns))
-    })
+/// A fork's follow export, `用户id,关注者id,昵称`: `用户id` follows `关注者id` (`昵称` is the
+/// followee's screen name, not a profile, so it is not read).
+const FOLLOW_EXPORT_COLUMNS: &[(&str, &str)] = &[("用户id", "follower"), ("关注者id", "followee")];
+
+/// A CSV layout by the header columns that identify it, all of which a file must have.
+struct Layout {
+    entity: Entity,
+    columns: &'static [(&'static str, &'static str)],
+    evidence: &'static [&'static str],
+    dialect: Dialect,
+}
+
+/// weibo-crawler's `users.csv` (every version writes its id, name and three counts), its
+/// comments export, and a fork's follow export. A follow export also has `用户id` and
+/// `昵称`: read by the nearest layout, its edges would become profiles and overwrite real
+/// ones, so each layout needs all of its evidence.
+const OTHER_LAYOUTS: &[Layout] = &[
+    Layout {
+        entity: Entity::Users,
+        columns: CRAWLER_USER_COLUMNS,
+        evidence: &["用户id", "昵称", "微博数", "粉丝数", "关注数"],
+        dialect: Dialect::WeiboCrawlerUsers,
+    },
+    Layout {
+        entity: Entity::Comments,
+        columns: CRAWLER_COMMENT_COLUMNS,
+        evidence: &["weibo_id", "user_screen_name"],
+        dialect: Dialect::WeiboCrawlerComments,
+    },
+    Layout {
+        entity: Entity::Follows,
+        columns: FOLLOW_EXPORT_COLUMNS,
+        evidence: &["用户id", "关注者id"],
+        dialect: Dialect::FollowExport,
+    },
+];
+
+/// Which of [`OTHER_LAYOUTS`] a header has all the evidence of, and whether it only partly
+/// fits one (some of a layout's evidence, or the whole evidence of two).
+pub enum OtherHeader {
+    Read(Mapped),
+    /// Not one of these layouts: another reader may take it.
+    None,
+    /// Partly one of these, or two at once: no reader may take it (`unknown_format`).
+    Partial,
+}
+
+/// Recognises weibo-crawler's `users.csv` (`用户id, 昵称, ...`), its comments export
+/// (`id, weibo_id, created_at, user_screen_name, text, pic_url, like_count`), or a fork's
+/// follow export (`用户id,关注者id,昵称`), by all of the columns that identify each.
+pub fn crawler_other_header(names: &[String]) -> OtherHeader {
+    let has = |n: &&str| names.iter().any(|x| x == n);
+    let whole: Vec<&Layout> = OTHER_LAYOUTS
+        .iter()
+        .filter(|l| l.evidence.iter().all(has))
+        .collect();
+    match whole[..] {
+        [layout] => OtherHeader::Read(Mapped {
+            dialect: layout.dialect,
+            ..Mapped::columns(
+                layout.entity,
+                Mapped::table_mapping(layout.entity, names, layout.columns),
+            )
+        }),
+        [] if OTHER_LAYOUTS.iter().any(|l| l.evidence.iter().any(has)) => OtherHeader::Partial,
+        [] => OtherHeader::None,
+        _ => OtherHeader::Partial,
+    }
 }
 
 fn uid_from_path(entity: Entity, path: &str) -> Vec<(usize, String)> {
@@ -179,4 +224,55 @@ pub fn header(names: &[String], path: &str) -> Option<Mapped> {
         dialect: Dialect::WeibospiderPosts,
         ..Mapped::columns(entity, mapping)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(header: &str) -> Vec<String> {
+        header.split(',').map(String::from).collect()
+    }
+
+    fn read(header: &str) -> Option<(Entity, Dialect, Vec<Option<usize>>)> {
+        match crawler_other_header(&names(header)) {
+            OtherHeader::Read(m) => Some((m.entity, m.dialect, m.mapping)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn each_layout_needs_all_of_its_evidence() {
+        let users = "用户id,昵称,性别,所在地,微博数,粉丝数,关注数,简介";
+        let (entity, dialect, _) = read(users).unwrap();
+        assert_eq!(
+            (entity, dialect),
+            (Entity::Users, Dialect::WeiboCrawlerUsers)
+        );
+
+        let (entity, dialect, mapping) = read("用户id,关注者id,昵称").unwrap();
+        assert_eq!((entity, dialect), (Entity::Follows, Dialect::FollowExport));
+        let field = |f| Entity::Follows.field_index(f);
+        assert_eq!(mapping, vec![field("follower"), field("followee"), None]);
+
+        let (entity, _, _) = read("id,weibo_id,created_at,user_screen_name,text").unwrap();
+        assert_eq!(entity, Entity::Comments);
+
+        // Part of a layout's evidence, or the whole of two: no layout, and no other reader.
+        for partial in [
+            "用户id,昵称",
+            "用户id,昵称,粉丝数",
+            &format!("{users},关注者id"),
+        ] {
+            assert!(
+                matches!(crawler_other_header(&names(partial)), OtherHeader::Partial),
+                "{partial}"
+            );
+        }
+        // None of it: another reader's file.
+        assert!(matches!(
+            crawler_other_header(&names("uid,screen_name")),
+            OtherHeader::None
+        ));
+    }
 }
