@@ -65,13 +65,15 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
         .collect::<Vec<_>>();
     let mut wider = Vec::new();
     if !full_date {
-        // 2022-04 to 2024-01: every row has the full time, unlabelled, right after `日期`
-        // (which then holds a date only), and every later column one to the right. A row one
-        // field longer than such a header takes its time from there.
-        if let Some(i) = names.iter().position(|n| n == "日期") {
+        // 2022-04 to 2024-01: every row has the full time, unlabelled, as the last field of
+        // the original-post part, right after `@用户` (the crawler sets it after building the
+        // row), and the repost columns one to the right; `日期` then holds a date only. A row
+        // one field longer than such a header takes its time from there.
+        let position = |name: &str| names.iter().position(|n| n == name);
+        if let (Some(day), Some(at_users)) = (position("日期"), position("@用户")) {
             let mut shifted = mapping.clone();
-            let created_at = shifted[i].take();
-            shifted.insert(i + 1, created_at);
+            let created_at = shifted[day].take();
+            shifted.insert(at_users + 1, created_at);
             wider.push(shifted);
         }
     } else if !has("Live Photo视频url") {

@@ -204,7 +204,7 @@ impl Winners {
 
 /// A follow edge as pass 2 sorts it: ordered by its place in the part (the canonical pair,
 /// then the follower), then newest crawl and latest input position first, so the first row
-/// of each edge is the one kept.
+/// of each edge is the one kept (with the earliest follow time of its duplicates).
 ///
 /// The place is packed into two words, `min` and `max << 1 | (follower is max)`: ids are
 /// positive `i64`s ([`crate::field_rules::parse_id`]), so this orders exactly as
@@ -272,7 +272,17 @@ fn dedupe_follows(batches: &[RecordBatch]) -> Vec<FollowRow> {
         }));
     }
     sorted.par_sort_unstable();
-    sorted.dedup_by(|later, first| later.key == first.key);
+    // The kept row takes the earliest follow time any record of the edge knows, as the
+    // history's fold does across nights (docs/formats.md, Duplicates).
+    sorted.dedup_by(|later, first| {
+        let same = later.key == first.key;
+        let known = later.followed_at != NO_TIME;
+        if same && known && (first.followed_at == NO_TIME || later.followed_at < first.followed_at)
+        {
+            first.followed_at = later.followed_at;
+        }
+        same
+    });
     sorted
 }
 
@@ -446,7 +456,8 @@ mod tests {
 
     proptest! {
         /// Pass 2's follows equal a naive dedupe: per edge, the newest crawl, then the latest
-        /// input position, wins; the winners in canonical pair order.
+        /// input position, wins, with the earliest follow time any of its records knows; the
+        /// winners in canonical pair order.
         #[test]
         fn follows_dedupe_equals_a_naive_one(
             edges in prop::collection::vec(
@@ -456,15 +467,20 @@ mod tests {
             // Per edge: (crawl time, input position) of the winner so far, and its follow time.
             type Winner = ((i64, usize), Option<i64>);
             let mut naive: BTreeMap<(i64, i64), Winner> = BTreeMap::new();
+            let mut earliest: BTreeMap<(i64, i64), i64> = BTreeMap::new();
             for (i, &(follower, followee, at, crawl)) in edges.iter().enumerate() {
                 let entry = naive.entry((follower, followee)).or_insert(((crawl, i), at));
                 if (crawl, i) > entry.0 {
                     *entry = ((crawl, i), at);
                 }
+                if let Some(t) = at {
+                    let e = earliest.entry((follower, followee)).or_insert(t);
+                    *e = (*e).min(t);
+                }
             }
             let mut expected: Vec<(i64, i64, Option<i64>, i64)> = naive
                 .into_iter()
-                .map(|((follower, followee), ((crawl, _), at))| (follower, followee, at, crawl))
+                .map(|(edge, ((crawl, _), _))| (edge.0, edge.1, earliest.get(&edge).copied(), crawl))
                 .collect();
             expected.sort_by_key(|&(follower, followee, ..)| follows::sort_key(follower, followee));
 
