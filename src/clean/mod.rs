@@ -141,32 +141,53 @@ fn count(s: &str, capped: &mut bool) -> Result<Option<i64>, Reject> {
     }))
 }
 
-/// Cleans one raw record. `default_crawl_ms` stands in for a missing `crawl_time`.
+/// A cleaned record, and whether its crawl stamp was unreadable: the run's crawl time then
+/// stands in, and the report counts it (`crawl_time_defaulted`).
+#[derive(Debug, PartialEq)]
+pub struct Cleaned<'a> {
+    pub row: Row<'a>,
+    pub crawl_defaulted: bool,
+}
+
+/// Cleans one raw record. `default_crawl_ms` stands in for a missing `crawl_time`, and for
+/// one that does not read as a time: the stamp is the crawler's bookkeeping, not the record's
+/// content, so it alone never rejects a record (a spreadsheet's `1.76522E+12`, say; the ids
+/// beside it then give the reason, docs/formats.md).
 pub fn clean_record(
     entity: Entity,
     raw: &RawRecord,
     default_crawl_ms: i64,
-) -> Result<Row<'_>, Reject> {
+) -> Result<Cleaned<'_>, Reject> {
+    // The stamp's position found at compile time (see `Entity::position`).
+    let stamp = raw.get(match entity {
+        Entity::Users => const { Entity::Users.position("crawl_time") },
+        Entity::Posts => const { Entity::Posts.position("crawl_time") },
+        Entity::Follows => const { Entity::Follows.position("crawl_time") },
+        Entity::Comments => const { Entity::Comments.position("crawl_time") },
+        Entity::Reposts => const { Entity::Reposts.position("crawl_time") },
+    });
+    let (crawl, crawl_defaulted) = if is_missing(stamp) {
+        (default_crawl_ms, false)
+    } else {
+        match parse_crawl_time(stamp) {
+            Ok(t) => (t, false),
+            Err(_) => (default_crawl_ms, true),
+        }
+    };
+    Ok(Cleaned {
+        row: clean_row(entity, raw, crawl)?,
+        crawl_defaulted,
+    })
+}
+
+/// The row of one raw record, crawled at `crawl`.
+fn clean_row(entity: Entity, raw: &RawRecord, crawl: i64) -> Result<Row<'_>, Reject> {
     // A field by name, its position found at compile time (see `Entity::position`).
     macro_rules! f {
         ($entity:ident, $name:literal) => {
             raw.get(const { Entity::$entity.position($name) })
         };
     }
-    let crawl = {
-        let c = match entity {
-            Entity::Users => f!(Users, "crawl_time"),
-            Entity::Posts => f!(Posts, "crawl_time"),
-            Entity::Follows => f!(Follows, "crawl_time"),
-            Entity::Comments => f!(Comments, "crawl_time"),
-            Entity::Reposts => f!(Reposts, "crawl_time"),
-        };
-        if is_missing(c) {
-            default_crawl_ms
-        } else {
-            parse_crawl_time(c)?
-        }
-    };
     let time = |s: &str| parse_time(s, crawl);
     let optional_time = |s: &str| -> Result<Option<i64>, Reject> {
         if is_missing(s) {
@@ -320,7 +341,7 @@ mod tests {
     #[test]
     fn follows_reject_self_follow_and_keep_the_rest() {
         let ok = raw(Entity::Follows, &[("follower", "1"), ("followee", "2")]);
-        match clean_record(Entity::Follows, &ok, CRAWL).unwrap() {
+        match clean_record(Entity::Follows, &ok, CRAWL).unwrap().row {
             Row::Follow(f) => {
                 assert_eq!((f.follower, f.followee, f.followed_at), (1, 2, None));
                 assert_eq!(f.crawl_time, CRAWL);
@@ -340,6 +361,53 @@ mod tests {
     }
 
     #[test]
+    fn an_unreadable_crawl_stamp_falls_back_and_leaves_the_reason_to_the_ids() {
+        // A spreadsheet's stamp alone: the record is kept, at the run's crawl time.
+        let follow = raw(
+            Entity::Follows,
+            &[
+                ("follower", "7"),
+                ("followee", "8"),
+                ("crawl_time", "1.76522E+12"),
+            ],
+        );
+        let cleaned = clean_record(Entity::Follows, &follow, CRAWL).unwrap();
+        assert!(cleaned.crawl_defaulted);
+        match cleaned.row {
+            Row::Follow(f) => assert_eq!(f.crawl_time, CRAWL),
+            other => panic!("{other:?}"),
+        }
+        // With mangled ids beside it, the ids are the reason.
+        let post = raw(
+            Entity::Posts,
+            &[
+                ("mid", "5.2412E+15"),
+                ("created_at", "2026-11-29 20:30:00"),
+                ("crawl_time", "1.76522E+12"),
+            ],
+        );
+        assert_eq!(
+            clean_record(Entity::Posts, &post, CRAWL),
+            Err(Reject::LossyId)
+        );
+        // A readable stamp is the record's own.
+        let stamped = raw(
+            Entity::Follows,
+            &[
+                ("follower", "7"),
+                ("followee", "8"),
+                ("crawl_time", "2026-11-20 08:00:00"),
+            ],
+        );
+        let cleaned = clean_record(Entity::Follows, &stamped, CRAWL).unwrap();
+        assert!(!cleaned.crawl_defaulted);
+        match cleaned.row {
+            Row::Follow(f) => assert_ne!(f.crawl_time, CRAWL),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn a_comment_that_names_itself_as_parent_is_no_reply() {
         let comment = |parent: &str| {
             let r = raw(
@@ -351,7 +419,7 @@ mod tests {
                     ("reply_to_cid", parent),
                 ],
             );
-            match clean_record(Entity::Comments, &r, CRAWL).unwrap() {
+            match clean_record(Entity::Comments, &r, CRAWL).unwrap().row {
                 Row::Comment(c) => c.reply_to_cid,
                 other => panic!("{other:?}"),
             }
@@ -375,7 +443,7 @@ mod tests {
                 ("topics", "#a#,#b#"),
             ],
         );
-        match clean_record(Entity::Posts, &r, CRAWL).unwrap() {
+        match clean_record(Entity::Posts, &r, CRAWL).unwrap().row {
             Row::Post(p) => {
                 assert_eq!(p.mid, 4_973_000_000_000_001);
                 assert!(p.is_deleted);

@@ -244,6 +244,7 @@ pub fn merge(maps: &[SliceCounts], reduces: &[SliceCounts]) -> SliceCounts {
         into.duplicates += from.duplicates;
         into.dangling += from.dangling;
         into.without_author += from.without_author;
+        into.crawl_time_defaulted += from.crawl_time_defaulted;
         for (reason, n) in &from.rejected_by_reason {
             *into.rejected_by_reason.entry(reason.clone()).or_default() += n;
         }

@@ -210,6 +210,14 @@ fn print_summary(r: &CleanReport) {
             reasons.join(" ")
         );
     }
+    for (name, c) in &r.entities {
+        if c.crawl_time_defaulted > 0 {
+            eprintln!(
+                "{name}: {} records kept with the run's crawl time, their crawl stamp unreadable",
+                c.crawl_time_defaulted
+            );
+        }
+    }
     for f in &r.files {
         if let Some(reason) = f.skipped {
             eprintln!("skipped {}: {reason}", f.path);

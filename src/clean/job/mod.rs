@@ -81,6 +81,10 @@ pub struct EntityCounts {
     /// `creator_hash`, no uid), comment exports that name commenters by screen name only.
     /// They are counted among `dangling` too.
     pub without_author: u64,
+    /// Records kept with the run's crawl time because their own crawl stamp did not read as
+    /// a time.
+    #[serde(default)]
+    pub crawl_time_defaulted: u64,
 }
 
 /// The job's report.

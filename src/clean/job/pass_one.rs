@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::spill_set::SpillSet;
 use super::{CleanOptions, CleanReport, EntityCounts};
-use crate::clean::{clean_record, Entity, RawRecord, Reject, Row};
+use crate::clean::{clean_record, Cleaned, Entity, RawRecord, Reject, Row};
 use crate::dataset::follows;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
@@ -39,6 +39,7 @@ struct Counters {
     records_in: AtomicU64,
     rejected: Mutex<BTreeMap<Reject, u64>>,
     repeated_headers: AtomicU64,
+    crawl_time_defaulted: AtomicU64,
 }
 
 impl Counters {
@@ -176,6 +177,7 @@ pub(in crate::clean) fn pass_one(
                 .map(|(r, n)| (r.code().to_string(), *n))
                 .collect(),
             duplicates: c.repeated_headers.load(Ordering::Relaxed),
+            crawl_time_defaulted: c.crawl_time_defaulted.load(Ordering::Relaxed),
             ..EntityCounts::default()
         };
         match entity {
@@ -272,7 +274,11 @@ fn process_chunk(
     counters: &HashMap<Option<Entity>, Counters>,
     rejects: &mut BufWriter<File>,
 ) -> Result<()> {
-    type Outcome<'a> = Option<(u64, Entity, std::result::Result<(usize, Row<'a>), Reject>)>;
+    type Outcome<'a> = Option<(
+        u64,
+        Entity,
+        std::result::Result<(usize, Cleaned<'a>), Reject>,
+    )>;
     let cleaned: Vec<Outcome> = chunk
         .par_iter()
         .map(|item| match item {
@@ -283,8 +289,10 @@ fn process_chunk(
             } => Some((
                 *line,
                 *entity,
-                clean_record(*entity, record, options.default_crawl_ms)
-                    .map(|row| (partition_of(partition_key(&row), spill.partitions), row)),
+                clean_record(*entity, record, options.default_crawl_ms).map(|cleaned| {
+                    let p = partition_of(partition_key(&cleaned.row), spill.partitions);
+                    (p, cleaned)
+                }),
             )),
             _ => None,
         })
@@ -294,6 +302,7 @@ fn process_chunk(
     let slot = |e: Option<Entity>| e.map_or(Entity::ALL.len(), Entity::index);
     let mut records_in = [0u64; Entity::ALL.len() + 1];
     let mut repeated_headers = [0u64; Entity::ALL.len() + 1];
+    let mut crawl_time_defaulted = [0u64; Entity::ALL.len() + 1];
     // Row indices per entity and spill partition, at `entity index * partitions + partition`.
     let partitions = spill.partitions;
     let mut groups: Vec<Vec<u32>> = vec![Vec::new(); Entity::ALL.len() * partitions];
@@ -302,7 +311,11 @@ fn process_chunk(
             (Item::Record { record, .. }, Some((line, entity, result))) => {
                 records_in[slot(Some(*entity))] += 1;
                 match result {
-                    Ok((p, _)) => groups[entity.index() * partitions + p].push(i as u32),
+                    Ok((p, cleaned)) => {
+                        groups[entity.index() * partitions + p].push(i as u32);
+                        crawl_time_defaulted[slot(Some(*entity))] +=
+                            u64::from(cleaned.crawl_defaulted);
+                    }
                     Err(reason) => {
                         counters[&Some(*entity)].reject(*reason);
                         write_reject(
@@ -341,6 +354,8 @@ fn process_chunk(
             .fetch_add(records_in[slot(*entity)], Ordering::Relaxed);
         c.repeated_headers
             .fetch_add(repeated_headers[slot(*entity)], Ordering::Relaxed);
+        c.crawl_time_defaulted
+            .fetch_add(crawl_time_defaulted[slot(*entity)], Ordering::Relaxed);
     }
     // Partitions have their own spill files (and locks): building and writing their batches
     // in parallel keeps both cores busy while the reader thread parses the next chunk.
@@ -353,7 +368,9 @@ fn process_chunk(
             let rows: Vec<(u64, &Row)> = indices
                 .iter()
                 .map(|&i| match &cleaned[i as usize] {
-                    Some((line, _, Ok((_, row)))) => (((index as u64) << 40) | line, row),
+                    Some((line, _, Ok((_, cleaned)))) => {
+                        (((index as u64) << 40) | line, &cleaned.row)
+                    }
                     _ => unreachable!("only cleaned rows are grouped"),
                 })
                 .collect();
