@@ -175,19 +175,19 @@ pub fn read_csv(
 /// (the entity from the names or, failing that, from the path).
 fn header_mapping(names: &[String], path: &str) -> Option<Mapped> {
     use super::weibospider::OtherHeader;
-    let other = || match super::weibospider::crawler_other_header(names) {
-        OtherHeader::Read(mapped) => Some(Some(mapped)),
+    let posts = super::weibospider::header(names, path)
+        .or_else(|| super::weibospider::crawler_header(names, path));
+    if posts.is_some() {
+        return posts;
+    }
+    match super::weibospider::crawler_other_header(names) {
+        OtherHeader::Read(mapped) => return Some(mapped),
         // Partly a crawler's layout: not ours either (docs/formats.md, "Detection").
-        OtherHeader::Partial => Some(None),
-        OtherHeader::None => None,
-    };
-    let crawler = super::weibospider::header(names, path)
-        .or_else(|| super::weibospider::crawler_header(names, path))
-        .map(Some)
-        .or_else(other)
-        .or_else(|| super::mediacrawler::header(names).map(Some));
-    if let Some(crawler) = crawler {
-        return crawler;
+        OtherHeader::Partial => return None,
+        OtherHeader::None => {}
+    }
+    if let Some(mapped) = super::mediacrawler::header(names) {
+        return Some(mapped);
     }
     let entity =
         entity_from_fields(names.iter().map(String::as_str)).or_else(|| entity_from_path(path))?;

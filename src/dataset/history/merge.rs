@@ -20,7 +20,6 @@ use std::collections::BinaryHeap;
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
 use arrow::compute::{concat_batches, filter_record_batch, interleave_record_batch};
 use arrow::datatypes::{DataType, Int64Type, SchemaRef, TimestampMillisecondType};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use parquet::file::metadata::KeyValue;
 use rustc_hash::FxHashMap;
 
@@ -146,10 +145,14 @@ fn users(fs: &FileSystems, items: &[&[FileEntry]], out: &mut Chunked) -> Result<
 /// A row's place in a part: its key in clean's order.
 type Order = (i64, i64, i64);
 
-/// One input file of a keyed merge, read [`READ_ROWS`] at a time, its rows of the part only.
+/// One input file of a keyed merge, read [`READ_ROWS`] at a time, its rows of part `p` of
+/// `parts` only.
 struct Cursor {
-    reader: ParquetRecordBatchReader,
+    batches: parquet_io::Batches,
     file: FileEntry,
+    entity: Entity,
+    p: usize,
+    parts: usize,
     /// The current batch's place among the merge's held batches, and its rows.
     held: usize,
     batch: RecordBatch,
@@ -162,10 +165,35 @@ struct Cursor {
 }
 
 impl Cursor {
-    fn order(&self, entity: Entity) -> Order {
+    /// A cursor on the first row of the part in `file`; `None` when the file has none.
+    fn open(
+        fs: &FileSystems,
+        file: &FileEntry,
+        (entity, p, parts): (Entity, usize, usize),
+        held: &mut Vec<RecordBatch>,
+    ) -> Result<Option<Cursor>> {
+        let builder = parquet_io::open_parquet(fs, file)?.with_batch_size(READ_ROWS);
+        let mut cursor = Cursor {
+            batches: parquet_io::Batches::new(file, builder)?,
+            file: file.clone(),
+            entity,
+            p,
+            parts,
+            held: 0,
+            batch: RecordBatch::new_empty(schema::schema(entity)),
+            first: Int64Array::from(Vec::<i64>::new()),
+            second: None,
+            followed: None,
+            row: 0,
+            passed: 0,
+        };
+        Ok(cursor.load(held)?.then_some(cursor))
+    }
+
+    fn order(&self) -> Order {
         let a = self.first.value(self.row);
         let b = self.second.as_ref().map_or(0, |s| s.value(self.row));
-        match entity {
+        match self.entity {
             Entity::Follows => follows::sort_key(a, b),
             _ => (a, b, 0),
         }
@@ -177,46 +205,26 @@ impl Cursor {
     }
 
     /// Moves to the next row of the part, loading batches into `held`; false at the end.
-    fn advance(
-        &mut self,
-        entity: Entity,
-        p: usize,
-        parts: usize,
-        held: &mut Vec<RecordBatch>,
-    ) -> Result<bool> {
+    fn advance(&mut self, held: &mut Vec<RecordBatch>) -> Result<bool> {
         self.row += 1;
         self.passed += 1;
         if self.row < self.batch.num_rows() {
             return Ok(true);
         }
-        self.load(entity, p, parts, held)
+        self.load(held)
     }
 
     /// Loads the next batch with rows of the part into `held`; false at the end of the file.
-    fn load(
-        &mut self,
-        entity: Entity,
-        p: usize,
-        parts: usize,
-        held: &mut Vec<RecordBatch>,
-    ) -> Result<bool> {
-        loop {
-            let Some(next) = self.reader.next() else {
-                return Ok(false);
-            };
-            let next = next.map_err(|e| Error::BadInput {
-                path: self.file.location.to_string(),
-                line: 0,
-                reason: e.to_string(),
-            })?;
-            let batch = rows_of_part(entity, &next, p, parts)?;
+    fn load(&mut self, held: &mut Vec<RecordBatch>) -> Result<bool> {
+        for next in self.batches.by_ref() {
+            let batch = rows_of_part(self.entity, &next?, self.p, self.parts)?;
             if batch.num_rows() == 0 {
                 continue;
             }
-            (self.first, self.second) = keys(entity, &batch)?;
+            (self.first, self.second) = keys(self.entity, &batch)?;
             self.followed = batch
                 .column_by_name("followed_at")
-                .filter(|_| entity == Entity::Follows)
+                .filter(|_| self.entity == Entity::Follows)
                 .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>().cloned());
             self.held = held.len();
             held.push(batch.clone());
@@ -224,6 +232,7 @@ impl Cursor {
             self.row = 0;
             return Ok(true);
         }
+        Ok(false)
     }
 }
 
@@ -238,57 +247,28 @@ fn by_key(
     parts: usize,
     out: &mut Chunked,
 ) -> Result<()> {
-    let schema = schema::schema(entity);
     let mut held: Vec<RecordBatch> = Vec::new();
     let mut cursors: Vec<Cursor> = Vec::new();
     for f in items.iter().flat_map(|files| files.iter()) {
-        let reader = parquet_io::open_parquet(fs, f)?
-            .with_batch_size(READ_ROWS)
-            .build()
-            .map_err(|e| Error::BadInput {
-                path: f.location.to_string(),
-                line: 0,
-                reason: e.to_string(),
-            })?;
-        let mut cursor = Cursor {
-            reader,
-            file: f.clone(),
-            held: 0,
-            batch: RecordBatch::new_empty(schema.clone()),
-            first: Int64Array::from(Vec::<i64>::new()),
-            second: None,
-            followed: None,
-            row: 0,
-            passed: 0,
-        };
-        if cursor.load(entity, p, parts, &mut held)? {
-            cursors.push(cursor);
-        }
+        cursors.extend(Cursor::open(fs, f, (entity, p, parts), &mut held)?);
     }
     let mut heap: BinaryHeap<Reverse<(Order, usize)>> = cursors
         .iter()
         .enumerate()
-        .map(|(c, cursor)| Reverse((cursor.order(entity), c)))
+        .map(|(c, cursor)| Reverse((cursor.order(), c)))
         .collect();
     let mut picks: Vec<(usize, usize)> = Vec::with_capacity(CHUNK);
     let mut times: Vec<Option<i64>> = Vec::with_capacity(CHUNK);
-    while let Some(Reverse((order, c))) = heap.pop() {
-        // Every row of this key: the last read wins, the earliest time is kept.
-        let mut group = vec![c];
-        while let Some(&Reverse((o, c))) = heap.peek() {
-            if o != order {
-                break;
-            }
-            heap.pop();
-            group.push(c);
-        }
+    while let Some(Reverse((order, first))) = heap.pop() {
+        // Every row of this key, cursor by cursor: the last read wins, the earliest time is
+        // kept.
         let mut winner: Option<((usize, u64), (usize, usize))> = None;
         let mut earliest: Option<i64> = None;
-        for c in group {
+        let mut next = Some(first);
+        while let Some(c) = next {
+            let cursor = &mut cursors[c];
             // A file may repeat a key in the rows that follow: they join the group.
-            let mut c_order = order;
-            while c_order == order {
-                let cursor = &mut cursors[c];
+            loop {
                 let read_at = (c, cursor.passed);
                 if winner.is_none_or(|(w, _)| read_at > w) {
                     winner = Some((read_at, (cursor.held, cursor.row)));
@@ -296,24 +276,32 @@ fn by_key(
                 if let Some(t) = cursor.followed_at() {
                     earliest = Some(earliest.map_or(t, |e| e.min(t)));
                 }
-                if !cursor.advance(entity, p, parts, &mut held)? {
+                if !cursor.advance(&mut held)? {
                     break;
                 }
-                c_order = cursor.order(entity);
-                if c_order < order {
+                let then = cursor.order();
+                if then < order {
                     return Err(Error::BadInput {
                         path: cursor.file.location.to_string(),
                         line: 0,
                         reason: format!(
-                            "{} rows out of clean's order: {c_order:?} after {order:?}",
+                            "{} rows out of clean's order: {then:?} after {order:?}",
                             entity.name()
                         ),
                     });
                 }
-                if c_order != order {
-                    heap.push(Reverse((c_order, c)));
+                if then != order {
+                    heap.push(Reverse((then, c)));
+                    break;
                 }
             }
+            next = match heap.peek() {
+                Some(&Reverse((o, c))) if o == order => {
+                    heap.pop();
+                    Some(c)
+                }
+                _ => None,
+            };
         }
         let (_, at) = winner.expect("a group has a row");
         picks.push(at);
@@ -365,30 +353,26 @@ fn emit(
 /// Whether two run parts hold the same rows in the same order, with the same footer
 /// metadata: a part written by another version of the merge may cut its pages elsewhere.
 pub(super) fn same_rows(fs: &FileSystems, a: &FileEntry, b: &FileEntry) -> Result<bool> {
-    let open = |f: &FileEntry| -> Result<(Option<Vec<KeyValue>>, ParquetRecordBatchReader)> {
+    let open = |f: &FileEntry| -> Result<(Option<Vec<KeyValue>>, parquet_io::Batches)> {
         let builder = parquet_io::open_parquet(fs, f)?.with_batch_size(CHUNK);
         let footer = builder
             .metadata()
             .file_metadata()
             .key_value_metadata()
             .cloned();
-        let reader = builder.build().map_err(|e| Error::BadInput {
-            path: f.location.to_string(),
-            line: 0,
-            reason: e.to_string(),
-        })?;
-        Ok((footer, reader))
+        Ok((footer, parquet_io::Batches::new(f, builder)?))
     };
-    let ((footer_a, rows_a), (footer_b, rows_b)) = (open(a)?, open(b)?);
+    let ((footer_a, rows_a), (footer_b, mut rows_b)) = (open(a)?, open(b)?);
     if footer_a != footer_b {
         return Ok(false);
     }
     // Both read in batches of one size, so equal rows come in equal batches.
-    let mut rows_b = rows_b;
     for batch_a in rows_a {
-        match rows_b.next() {
-            Some(Ok(batch_b)) if batch_b == batch_a.map_err(arrow_error)? => {}
-            _ => return Ok(false),
+        let Some(batch_b) = rows_b.next() else {
+            return Ok(false);
+        };
+        if batch_a? != batch_b? {
+            return Ok(false);
         }
     }
     Ok(rows_b.next().is_none())

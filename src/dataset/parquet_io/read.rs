@@ -7,7 +7,8 @@ use std::sync::Arc;
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelectionPolicy,
 };
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
@@ -318,14 +319,46 @@ fn stream_batches(
     builder: ParquetRecordBatchReaderBuilder<ParquetFile>,
     f: &mut dyn FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<()> {
-    let bad = |e: String| Error::BadInput {
-        path: file.location.to_string(),
-        line: 0,
-        reason: e,
-    };
-    let reader = builder.build().map_err(|e| bad(e.to_string()))?;
-    for batch in reader {
-        f(&batch.map_err(|e| bad(e.to_string()))?)?;
+    for batch in Batches::new(file, builder)? {
+        f(&batch?)?;
     }
     Ok(())
+}
+
+/// The record batches of one Parquet file, pulled one at a time (for a merge that advances
+/// several files side by side); an error names the file.
+pub struct Batches {
+    location: Location,
+    reader: ParquetRecordBatchReader,
+}
+
+impl Batches {
+    /// The batches `builder` reads from `file`.
+    pub fn new(
+        file: &FileEntry,
+        builder: ParquetRecordBatchReaderBuilder<ParquetFile>,
+    ) -> Result<Batches> {
+        let reader = builder.build().map_err(|e| unreadable(&file.location, e))?;
+        Ok(Batches {
+            location: file.location.clone(),
+            reader,
+        })
+    }
+}
+
+impl Iterator for Batches {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = self.reader.next()?;
+        Some(batch.map_err(|e| unreadable(&self.location, e)))
+    }
+}
+
+fn unreadable(location: &Location, e: impl std::fmt::Display) -> Error {
+    Error::BadInput {
+        path: location.to_string(),
+        line: 0,
+        reason: e.to_string(),
+    }
 }

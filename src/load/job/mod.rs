@@ -273,6 +273,9 @@ fn carry(
     let Some(was) = &snapshot.covered else {
         return Ok(None);
     };
+    let files = |items: &[history::Taken]| -> Vec<FileEntry> {
+        items.iter().flat_map(|i| i.files.iter().cloned()).collect()
+    };
     let mut before: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
     let mut since: BTreeMap<&str, Vec<FileEntry>> = BTreeMap::new();
     for (entity, items) in taken {
@@ -281,9 +284,6 @@ fn carry(
             .and_then(|then| history::split_after(items, &snapshot.as_of, then));
         let Some(split) = split else {
             return Ok(None);
-        };
-        let files = |items: &[history::Taken]| -> Vec<FileEntry> {
-            items.iter().flat_map(|i| i.files.iter().cloned()).collect()
         };
         before.insert(entity, files(&items[..split]));
         since.insert(entity, files(&items[split..]));
