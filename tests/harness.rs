@@ -214,3 +214,43 @@ pub mod cluster {
         }
     }
 }
+
+/// The feeds as of a night from the `inbox` partitions up to it, as docs/design/inbox.md
+/// ("Reading the Parquet") tells a reader to take them: `partitions` are each night's rows
+/// (JSON lines), oldest first; an entry `(uid, followee, mid)` keeps its newest night's
+/// row; followees among `celebrities` (every `inbox_celebrities` uid up to the night) are
+/// left out; each `(uid, followee)` keeps its newest `k` posts. Rows sorted.
+pub fn feeds_as_of(partitions: &[Vec<String>], celebrities: &[i64], k: usize) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let field = |v: &serde_json::Value, f: &str| v[f].as_i64().unwrap();
+    let mut entries: BTreeMap<(i64, i64, i64), (String, String)> = BTreeMap::new();
+    for rows in partitions {
+        for line in rows {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let key = (field(&v, "uid"), field(&v, "followee"), field(&v, "mid"));
+            let created = v["created_at"].as_str().unwrap().to_string();
+            entries.insert(key, (created, line.clone()));
+        }
+    }
+    type Posts = Vec<(i64, i64, String)>;
+    let mut edges: BTreeMap<(i64, i64), Posts> = BTreeMap::new();
+    for ((uid, followee, mid), (created, line)) in entries {
+        if celebrities.contains(&followee) {
+            continue;
+        }
+        let at = chrono::DateTime::parse_from_rfc3339(&created)
+            .unwrap()
+            .timestamp_millis();
+        edges
+            .entry((uid, followee))
+            .or_default()
+            .push((at, mid, line));
+    }
+    let mut feeds = Vec::new();
+    for (_, mut posts) in edges {
+        posts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        feeds.extend(posts.into_iter().take(k).map(|p| p.2));
+    }
+    feeds.sort();
+    feeds
+}

@@ -205,7 +205,7 @@ mod on_the_cluster {
     use weibo_etl::hdfs::FileSystems;
 
     use super::job_file;
-    use crate::harness::{bin, cluster, run, stderr, stdout};
+    use crate::harness::{bin, cluster, feeds_as_of, run, stderr, stdout};
     use crate::test_load::table_digest;
     use crate::test_yarn::all_rows_of;
 
@@ -665,8 +665,6 @@ mod on_the_cluster {
             "friends",
             "friend_counts",
             "rank",
-            "inbox",
-            "inbox_celebrities",
             "cascades",
             "repost_paths",
         ] {
@@ -674,6 +672,53 @@ mod on_the_cluster {
             let want = all_rows_of(tmp, &format!("{ref_graph}/{output}/dt={date}"));
             assert_eq!(got, want, "{output} of {date} after {after}");
         }
+        // The inbox partitions hold what each night adds: read up to the date, they are the
+        // reference's whole feeds (docs/design/inbox.md, "Reading the Parquet").
+        let (feeds, stars) = feeds_up_to(tmp, graph, date);
+        let want = all_rows_of(tmp, &format!("{ref_graph}/inbox/dt={date}"));
+        assert_eq!(feeds, want, "inbox of {date} after {after}");
+        let want = all_rows_of(tmp, &format!("{ref_graph}/inbox_celebrities/dt={date}"));
+        assert_eq!(stars, want, "inbox_celebrities of {date} after {after}");
+    }
+
+    /// The feeds as of `date` read from every committed `inbox` partition under `graph` up
+    /// to it ([`feeds_as_of`]), and the celebrities as of `date`: each uid's newest row.
+    fn feeds_up_to(tmp: &Path, graph: &str, date: &str) -> (Vec<String>, Vec<String>) {
+        let fs = FileSystems::new(cluster::HDFS);
+        let mut nights: Vec<String> = fs
+            .list(&fs.parse(&format!("{graph}/inbox")).unwrap(), false)
+            .unwrap()
+            .into_iter()
+            .filter(|e| fs.exists(&e.location.join("_SUCCESS")).unwrap())
+            .filter_map(|e| {
+                e.location
+                    .file_name()?
+                    .strip_prefix("dt=")
+                    .map(String::from)
+            })
+            .filter(|d| d.as_str() <= date)
+            .collect();
+        nights.sort();
+        let record = fs
+            .parse(&format!("{graph}/inbox/dt={date}/_feeds.json"))
+            .unwrap();
+        let record: Value = serde_json::from_slice(&fs.read_to_vec(&record).unwrap()).unwrap();
+        let k = record["k"].as_u64().unwrap() as usize;
+        let mut partitions = Vec::new();
+        let mut stars: BTreeMap<i64, String> = BTreeMap::new();
+        for night in &nights {
+            partitions.push(all_rows_of(tmp, &format!("{graph}/inbox/dt={night}")));
+            for row in all_rows_of(tmp, &format!("{graph}/inbox_celebrities/dt={night}")) {
+                let uid = serde_json::from_str::<Value>(&row).unwrap()["uid"]
+                    .as_i64()
+                    .unwrap();
+                stars.insert(uid, row);
+            }
+        }
+        let uids: Vec<i64> = stars.keys().copied().collect();
+        let mut rows: Vec<String> = stars.into_values().collect();
+        rows.sort();
+        (feeds_as_of(&partitions, &uids, k), rows)
     }
 
     /// A day's boards as `query rank` reads them: the rows up to the `r:of` of each board's

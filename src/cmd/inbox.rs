@@ -4,6 +4,7 @@
 use anyhow::{Context as _, Result};
 use chrono::NaiveDate;
 use weibo_etl::dataset::slice::Slice;
+use weibo_etl::graph::inbox::hbase::Wrote;
 use weibo_etl::graph::inbox::{self, InboxOptions, InboxStats};
 use weibo_etl::hbase::layout::Table;
 use weibo_etl::hbase::write::WriteOptions;
@@ -22,9 +23,16 @@ For every follow F -> A, the newest K posts of A (deleted posts left out) go to 
 Authors with more fans than --celebrity-threshold are not fanned out: `query feed` reads their
 newest K posts from their timeline (the post table) and merges them in.
 
+A night continues from the newest inbox partition before it: it builds only the authors its
+new posts and follows touch, and its partitions hold what it adds to the feeds (every feed on
+a first night). The feeds as of a date are the newest K per (uid, followee) of every partition
+up to it (docs/design/inbox.md, \"Reading the Parquet\").
+
 Output layout:
   <output>/inbox/dt=<date>/part-NNNNN.parquet
       uid, followee, mid, created_at, version
+  <output>/inbox/dt=<date>/_feeds.json
+      the night continued from, K, the threshold, the nights read
   <output>/inbox_celebrities/dt=<date>/part-NNNNN.parquet
       uid, fans
 With --load, the inbox table: row hash(uid)+uid; f:<followee> = the post's rowkey, one version
@@ -125,20 +133,25 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         s.k,
         s.posts_deleted
     );
+    if let (Some(base), Some(touched)) = (&s.base, s.touched_authors) {
+        eprintln!(
+            "since {base}: {touched} authors touched; the entries above are what they add to \
+             the feeds of {base}"
+        );
+    }
     if let Some(loaded) = &written {
         let w = &loaded.written;
         eprintln!(
-            "hbase: {} cells in {:.2}s into {}:inbox ({}); {} already there{}",
+            "hbase: {} cells in {:.2}s into {}:inbox ({}); {}",
             w.rows,
             w.seconds,
             ctx.global.namespace,
             super::route_taken(w),
-            loaded.base.unchanged_cells,
-            loaded
-                .base
-                .date
-                .as_ref()
-                .map_or(String::new(), |d| format!(" as of {d}"))
+            match (loaded.base.wrote, &loaded.base.date) {
+                (Wrote::Nothing, _) => "it held this night's entries already".to_string(),
+                (Wrote::Added, Some(d)) => format!("what the nights since {d} add"),
+                _ => "every feed".to_string(),
+            }
         );
         report.set("load", loaded);
     }

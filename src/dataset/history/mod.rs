@@ -226,6 +226,36 @@ pub fn split_after(taken: &[Taken], base: &str, then: &[(String, i64)]) -> Optio
     (upto == then && !straddles).then_some(first_after)
 }
 
+/// Which items of `taken` a state computed over `then` (nights with their stamps) has not
+/// seen: an item is new when none of its nights is in `then` with the same stamp (a late
+/// night, a night cleaned again, a night after the state), old when all are. `None` when an
+/// item mixes both, or a night of `then` is gone: the state cannot be carried over them.
+pub fn new_items(taken: &[Taken], then: &[(String, i64)]) -> Option<Vec<bool>> {
+    let seen: std::collections::BTreeSet<(&str, i64)> =
+        then.iter().map(|(d, s)| (d.as_str(), *s)).collect();
+    let mut new = Vec::with_capacity(taken.len());
+    for t in taken {
+        let old = t
+            .nights
+            .iter()
+            .zip(&t.stamps)
+            .filter(|(d, s)| seen.contains(&(d.as_str(), **s)))
+            .count();
+        if old != 0 && old != t.nights.len() {
+            return None;
+        }
+        new.push(old == 0);
+    }
+    // A night the state saw must still be there, as itself or cleaned again.
+    let dates: std::collections::BTreeSet<&str> = taken
+        .iter()
+        .flat_map(|t| t.nights.iter().map(String::as_str))
+        .collect();
+    then.iter()
+        .all(|(d, _)| dates.contains(d.as_str()))
+        .then_some(new)
+}
+
 /// What [`compact`] did.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Compacted {
@@ -1075,5 +1105,39 @@ mod tests {
         }
         assert_eq!(holder["x"], 2);
         assert_eq!(holder["a"], 5);
+    }
+
+    fn taken_of(nights: &[(&str, i64)]) -> Taken {
+        Taken {
+            date: nights.last().unwrap().0.to_string(),
+            folder: Location::Local("/nowhere".into()),
+            files: Vec::new(),
+            nights: nights.iter().map(|n| n.0.to_string()).collect(),
+            stamps: nights.iter().map(|n| n.1).collect(),
+        }
+    }
+
+    #[test]
+    fn items_a_state_has_not_seen_are_new_and_a_mixed_item_stops_the_carry() {
+        let then = |n: &[(&str, i64)]| -> Vec<(String, i64)> {
+            n.iter().map(|(d, s)| (d.to_string(), *s)).collect()
+        };
+        let taken = vec![
+            taken_of(&[(DATES[0], 1), (DATES[1], 2)]),
+            taken_of(&[(DATES[2], 3)]),
+            taken_of(&[(DATES[3], 4)]),
+        ];
+        let seen = then(&[(DATES[0], 1), (DATES[1], 2), (DATES[2], 3)]);
+        assert_eq!(new_items(&taken, &seen), Some(vec![false, false, true]));
+        // A late night (3 unseen while 4 was seen), and a night cleaned again (restamped).
+        let late = then(&[(DATES[0], 1), (DATES[1], 2), (DATES[3], 4)]);
+        assert_eq!(new_items(&taken, &late), Some(vec![false, true, false]));
+        let restamped = then(&[(DATES[0], 1), (DATES[1], 2), (DATES[2], 9)]);
+        assert_eq!(new_items(&taken, &restamped), Some(vec![false, true, true]));
+        // A run holding a seen and an unseen night, or a seen night gone.
+        assert_eq!(new_items(&taken, &then(&[(DATES[0], 1)])), None);
+        let gone = then(&[(DATES[0], 1), (DATES[1], 2), (DATES[4], 5)]);
+        assert_eq!(new_items(&taken, &gone), None);
+        assert_eq!(new_items(&taken, &[]), Some(vec![true, true, true]));
     }
 }

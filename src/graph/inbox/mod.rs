@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow::array::{Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::dataset::inbox::{celebrities_schema, inbox_schema, CELEBRITIES_TABLE, INBOX_TABLE};
@@ -89,6 +89,13 @@ pub struct InboxStats {
     pub celebrity_threshold: u64,
     pub k: u64,
     pub partitions: u32,
+    /// The night whose feeds this run's entries add to; `None`: they are every feed.
+    #[serde(default)]
+    pub base: Option<String>,
+    /// With a base, the authors the later nights touch (the only ones built, read and
+    /// counted above); `None` when every author was.
+    #[serde(default)]
+    pub touched_authors: Option<u64>,
 }
 
 impl InboxStats {
@@ -151,11 +158,13 @@ pub struct Built {
     pub authors: Vec<Author>,
     /// `(followee, follower)`, sorted and distinct: an author's fans are a range of them.
     edges: Vec<(i64, i64)>,
-    /// Of those, the edges no night up to the base gave ([`FollowNights::split_after`]):
+    /// Of those, the edges no night the base saw gave ([`Plan`]):
     /// sorted; `None` when the run was not split.
     fresh: Option<Vec<(i64, i64)>>,
     /// `(created_at, mid, version)`: each author's newest K, newest first, side by side.
     posts: Vec<(i64, i64, i64)>,
+    /// Per post, whether the base's feeds hold it ([`Posted::served`]).
+    served: Vec<bool>,
     stats: InboxStats,
 }
 
@@ -178,49 +187,228 @@ impl Built {
     pub fn posts(&self, author: &Author) -> &[(i64, i64, i64)] {
         &self.posts[author.posts.clone()]
     }
+
+    /// Whether the run continues from a base: then only what the nights after it add is
+    /// written.
+    pub fn has_base(&self) -> bool {
+        self.fresh.is_some()
+    }
+
+    /// Calls `entry(post, fan)` for the feed entries of `author` (not a celebrity), post by
+    /// post, newest first, fans ascending: with `every`, all of them; else those the base's
+    /// feeds do not hold (a post it did not serve goes to every fan, one it served to the fans
+    /// it did not serve).
+    pub fn for_each_entry(
+        &self,
+        author: &Author,
+        every: bool,
+        entry: &mut dyn FnMut((i64, i64, i64), i64) -> Result<()>,
+    ) -> Result<()> {
+        for (i, &post) in self.posts(author).iter().enumerate() {
+            let served = !every && self.served[author.posts.start + i];
+            match self.fresh_fans(author).filter(|_| served) {
+                Some(fresh) => fresh.into_iter().try_for_each(|f| entry(post, f))?,
+                None => self.fans(author).try_for_each(|f| entry(post, f))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// How many entries of `author` the base's feeds do not hold.
+    fn added(&self, author: &Author) -> u64 {
+        let fresh = self.fresh_fans(author).map(|f| f.count());
+        (author.posts.clone())
+            .map(|i| match fresh {
+                Some(fresh) if self.served[i] => fresh as u64,
+                _ => author.fans.len() as u64,
+            })
+            .sum()
+    }
+
+    /// Whether a celebrity's count of fans is new to the base: it gained a fan since, or
+    /// there is no base.
+    pub fn celebrity_changed(&self, author: &Author) -> bool {
+        self.fresh_fans(author)
+            .is_none_or(|mut f| f.next().is_some())
+    }
 }
 
-/// The follows a run reads, as the compacted history hands them out (runs, then nights),
-/// oldest first, and where the items after a base night begin. The feeds a base served reach
-/// exactly the edges of the nights up to it, so the fans the base did not serve are the edges
-/// only later nights give (docs/nightly.md, "Graph outputs across nights").
-pub struct FollowNights {
-    taken: Vec<history::Taken>,
-    /// The first item after the base, when the run is split at one.
-    fresh_from: Option<usize>,
+/// What an inbox partition's feeds were computed over, kept beside its parts as
+/// `_feeds.json`: the base night whose feeds its entries add to (none: its entries are every
+/// feed), and the nights of follows and posts read, with their stamps. The next night's run
+/// takes it as its base when its settings match and the nights it read are still there
+/// ([`history::new_items`]); docs/design/inbox.md, "Reruns and nights".
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FeedsRecord {
+    pub base: Option<String>,
+    pub k: u64,
+    pub celebrity_threshold: u64,
+    pub follows: Vec<(String, i64)>,
+    pub posts: Vec<(String, i64)>,
 }
 
-impl FollowNights {
-    /// The committed follows of `clean` up to `date`.
-    pub fn take(fs: &FileSystems, clean: &Location, date: &str) -> Result<FollowNights> {
-        Ok(FollowNights {
-            taken: history::take_history(fs, &clean.join("follows"), date)?,
-            fresh_from: None,
-        })
+/// The record's file name in an `inbox` partition.
+const RECORD: &str = "_feeds.json";
+
+/// The record of the committed `inbox` partition of `date`, if it has one.
+pub fn recorded(fs: &FileSystems, output: &Location, date: &str) -> Result<Option<FeedsRecord>> {
+    let dir = output.join(INBOX_TABLE).join(&format!("dt={date}"));
+    let at = dir.join(RECORD);
+    if !fs.exists(&dir.join("_SUCCESS"))? || !fs.exists(&at)? {
+        return Ok(None);
+    }
+    let record = serde_json::from_slice(&fs.read_to_vec(&at)?).map_err(|e| Error::BadInput {
+        path: at.to_string(),
+        line: 0,
+        reason: format!("not an inbox record: {e}"),
+    })?;
+    Ok(Some(record))
+}
+
+/// The base a run continues from: its night, and which items of the history it has not
+/// seen (in [`Plan`]'s order).
+#[derive(Clone, Debug)]
+struct Base {
+    date: String,
+    follows_new: Vec<bool>,
+    posts_new: Vec<bool>,
+}
+
+/// What a run reads (the follows and posts as the compacted history hands them out, oldest
+/// first) and the base it continues from, if any.
+pub struct Plan {
+    follows: Vec<history::Taken>,
+    posts: Vec<history::Taken>,
+    base: Option<Base>,
+    record: FeedsRecord,
+}
+
+impl Plan {
+    /// The history of `clean` up to the date, and as base the newest committed inbox
+    /// partition before it when its record matches (a slice never takes one).
+    pub fn of(
+        fs: &FileSystems,
+        clean: &Location,
+        output: &Location,
+        options: &InboxOptions,
+    ) -> Result<Plan> {
+        let date = &options.date;
+        let follows = history::take_history(fs, &clean.join("follows"), date)?;
+        let posts = history::take_history(fs, &clean.join("posts"), date)?;
+        let record = FeedsRecord {
+            base: None,
+            k: options.k as u64,
+            celebrity_threshold: options.celebrity_threshold,
+            follows: history::covered(&follows),
+            posts: history::covered(&posts),
+        };
+        let mut plan = Plan {
+            follows,
+            posts,
+            base: None,
+            record,
+        };
+        if options.slice != Slice::ALL {
+            return Ok(plan);
+        }
+        let table = output.join(INBOX_TABLE);
+        let before = match fs.exists(&table)? {
+            true => partition::dated_folders(fs, &table)?,
+            false => Vec::new(),
+        };
+        // The newest committed partition before the date: it continues the feeds, or none do.
+        let mut newest = None;
+        for (d, dir) in before.into_iter().rev() {
+            if d.as_str() < date.as_str() && fs.exists(&dir.join("_SUCCESS"))? {
+                newest = Some(d);
+                break;
+            }
+        }
+        let Some(base_date) = newest else {
+            return Ok(plan);
+        };
+        let Some(then) = recorded(fs, output, &base_date)? else {
+            log::info!("inbox: {base_date} has no {RECORD}: every feed");
+            return Ok(plan);
+        };
+        if (then.k, then.celebrity_threshold) != (plan.record.k, plan.record.celebrity_threshold) {
+            log::info!("inbox: {base_date} was built with another K or threshold: every feed");
+            return Ok(plan);
+        }
+        let follows_new = history::new_items(&plan.follows, &then.follows);
+        let posts_new = history::new_items(&plan.posts, &then.posts);
+        if let (Some(follows_new), Some(posts_new)) = (follows_new, posts_new) {
+            plan.record.base = Some(base_date.clone());
+            plan.base = Some(Base {
+                date: base_date,
+                follows_new,
+                posts_new,
+            });
+        } else {
+            log::info!("inbox: the history up to {base_date} was compacted across it: every feed");
+        }
+        Ok(plan)
     }
 
-    /// Every night read, with its stamp, oldest first.
-    pub fn covered(&self) -> Vec<(String, i64)> {
-        history::covered(&self.taken)
+    /// The night this run's entries add to, if any.
+    pub fn base_date(&self) -> Option<&str> {
+        self.base.as_ref().map(|b| b.date.as_str())
     }
 
-    /// Splits the items at `base` when the base's nights are unchanged
-    /// ([`history::split_after`]); returns whether it did.
-    pub fn split_after(&mut self, base: &str, then: &[(String, i64)]) -> bool {
-        self.fresh_from = history::split_after(&self.taken, base, then);
-        self.fresh_from.is_some()
+    /// What this run's partition records.
+    pub fn record(&self) -> &FeedsRecord {
+        &self.record
     }
+
+    /// The follows' part files, each with whether the base has not seen it.
+    pub fn follows(&self) -> impl Iterator<Item = (&FileEntry, bool)> {
+        items(&self.follows, self.base.as_ref().map(|b| &b.follows_new))
+    }
+
+    /// The posts' part files, each with whether the base has not seen it.
+    pub fn posts(&self) -> impl Iterator<Item = (&FileEntry, bool)> {
+        items(&self.posts, self.base.as_ref().map(|b| &b.posts_new))
+    }
+}
+
+fn items<'a>(
+    taken: &'a [history::Taken],
+    new: Option<&'a Vec<bool>>,
+) -> impl Iterator<Item = (&'a FileEntry, bool)> {
+    taken.iter().enumerate().flat_map(move |(i, t)| {
+        let new = new.is_none_or(|n| n[i]);
+        t.files.iter().map(move |f| (f, new))
+    })
+}
+
+/// Which authors a run builds: every one (the whole feed, for a namespace that does not hold
+/// the base's), or only those the nights after the base touch, by a post or a new fan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Every,
+    Touched,
 }
 
 /// The nights the job reads, oldest first.
 struct Inputs {
     follows: Vec<Vec<FileEntry>>,
-    /// The first follows item after the base, when split ([`FollowNights`]).
-    fresh_from: Option<usize>,
+    /// Per item of `follows`, whether the base has not seen it; `None` without a base.
+    follows_new: Option<Vec<bool>>,
     posts: Vec<Vec<FileEntry>>,
-    /// Rows of every night (from the footers).
+    posts_new: Option<Vec<bool>>,
+    /// The authors built: `None` for every one ([`Scope`]).
+    touched: Option<FxHashSet<i64>>,
+    /// Rows of every night (from the footers), and of those the base has not seen.
     follow_rows: u64,
     post_rows: u64,
+    new_follow_rows: u64,
+    new_post_rows: u64,
+}
+
+impl Inputs {
+    fn builds(&self, author: i64) -> bool {
+        self.touched.as_ref().is_none_or(|t| t.contains(&author))
+    }
 }
 
 /// Bytes a follow row may cost in a partition: its edge tuple (fans are ranges of the edges,
@@ -235,7 +423,8 @@ const BYTES_PER_POST_KEPT: u64 = 88;
 
 /// Builds the feeds, writes both tables under `output`, and hands each partition's authors to
 /// `emit` (in partition order) before the tables are committed: an `emit` error (an HBase
-/// write) leaves nothing committed.
+/// write) leaves nothing committed. With a base ([`Plan`]) only the authors the nights after
+/// it touch are built, and the tables hold what those nights add.
 pub fn run(
     fs: &FileSystems,
     clean: &Location,
@@ -243,51 +432,69 @@ pub fn run(
     options: &InboxOptions,
     emit: &mut dyn FnMut(&Built) -> Result<()>,
 ) -> Result<InboxStats> {
-    let follows = FollowNights::take(fs, clean, &options.date)?;
-    run_over(fs, clean, output, options, follows, emit)
+    let plan = Plan::of(fs, clean, output, options)?;
+    run_planned(fs, output, options, &plan, Scope::Touched, emit)
 }
 
-/// [`run`] over the follows given, split at a base or not.
-pub fn run_over(
+/// [`run`] of `plan`, building the authors of `scope`.
+pub fn run_planned(
     fs: &FileSystems,
-    clean: &Location,
     output: &Location,
     options: &InboxOptions,
-    follows: FollowNights,
+    plan: &Plan,
+    scope: Scope,
     emit: &mut dyn FnMut(&Built) -> Result<()>,
 ) -> Result<InboxStats> {
     if options.k == 0 {
         return Err(Error::Usage("--k must be at least 1".into()));
     }
-    let nights = |entity| -> Result<Vec<Vec<FileEntry>>> {
-        Ok(partition::history_nights(fs, clean, entity, &options.date)?
-            .into_iter()
-            .map(|(_, files)| files)
-            .collect())
+    let files = |taken: &[history::Taken]| -> Vec<Vec<FileEntry>> {
+        taken.iter().map(|t| t.files.clone()).collect()
     };
+    let base = plan.base.as_ref();
     let mut inputs = Inputs {
-        follows: follows.taken.into_iter().map(|t| t.files).collect(),
-        fresh_from: follows.fresh_from,
-        posts: nights("posts")?,
+        follows: files(&plan.follows),
+        follows_new: base.map(|b| b.follows_new.clone()),
+        posts: files(&plan.posts),
+        posts_new: base.map(|b| b.posts_new.clone()),
+        touched: None,
         follow_rows: 0,
         post_rows: 0,
+        new_follow_rows: 0,
+        new_post_rows: 0,
     };
     if inputs.follows.is_empty() {
         return Err(Error::BadInput {
-            path: clean.to_string(),
+            path: plan_root(plan),
             line: 0,
             reason: format!("no committed follows up to dt={}", options.date),
         });
     }
-    let follow_rows = parquet_io::parquet_rows(fs, inputs.follows.iter().flatten())?;
-    let post_rows = parquet_io::parquet_rows(fs, inputs.posts.iter().flatten())?;
+    let rows_of = |it: &mut dyn Iterator<Item = (&FileEntry, bool)>, new: bool| {
+        let files: Vec<&FileEntry> = it.filter(|(_, n)| *n || !new).map(|(f, _)| f).collect();
+        parquet_io::parquet_rows(fs, files)
+    };
+    let follow_rows = rows_of(&mut plan.follows(), false)?;
+    let post_rows = rows_of(&mut plan.posts(), false)?;
+    inputs.new_follow_rows = rows_of(&mut plan.follows(), true)?;
+    inputs.new_post_rows = rows_of(&mut plan.posts(), true)?;
+    if scope == Scope::Touched && base.is_some() {
+        inputs.touched = Some(touched_authors(fs, plan)?);
+    }
     let threads = rayon::current_num_threads().max(1);
     let slice = options.slice;
     let (n, mine) = slice.cut(threads, |t| {
         partitions(follow_rows, post_rows, options.memory_budget, t)
     });
     (inputs.follow_rows, inputs.post_rows) = (follow_rows, post_rows);
-    log::info!("inbox: {follow_rows} follow and {post_rows} post rows in {n} partitions");
+    log::info!(
+        "inbox: {follow_rows} follow and {post_rows} post rows in {n} partitions{}",
+        match (&base, &inputs.touched) {
+            (Some(b), Some(t)) => format!(", {} authors touched since {}", t.len(), b.date),
+            (Some(b), None) => format!(", every author (adding to {})", b.date),
+            _ => String::new(),
+        }
+    );
 
     let dt = format!("dt={}", options.date);
     let tag = partition::run_tag();
@@ -300,6 +507,8 @@ pub fn run_over(
             partitions: n,
             celebrity_threshold: options.celebrity_threshold,
             k: options.k as u64,
+            base: plan.base_date().map(String::from),
+            touched_authors: inputs.touched.as_ref().map(|t| t.len() as u64),
             ..InboxStats::default()
         };
         let bar = crate::progress::count(mine.len() as u64, "inbox");
@@ -307,7 +516,7 @@ pub fn run_over(
             let (maps, post_rows) = read_posts(fs, &inputs, round, n)?;
             let posted: Vec<Posted> = maps
                 .into_par_iter()
-                .map(|m| newest_posts(m, options.k))
+                .map(|(all, old)| newest_posts(all, old, options.k))
                 .collect();
             let (edges, follow_rows) = read_follows(fs, &inputs, round, n, &posted)?;
             (stats.follow_rows, stats.post_rows) = (follow_rows, post_rows);
@@ -327,6 +536,14 @@ pub fn run_over(
             }
         }
         bar.finish_and_clear();
+        if slice == Slice::ALL {
+            let text = serde_json::to_vec_pretty(&plan.record).map_err(|e| Error::Io {
+                op: "encode",
+                path: staged[0].tmp.join(RECORD).to_string(),
+                source: e.into(),
+            })?;
+            fs.write_atomic(&staged[0].tmp.join(RECORD), &text)?;
+        }
         partition::commit(fs, &staged)?;
         Ok(stats)
     })();
@@ -334,6 +551,33 @@ pub fn run_over(
         partition::abandon(fs, &staged);
     }
     result
+}
+
+/// Where a plan's follows live, for an error that names them.
+fn plan_root(plan: &Plan) -> String {
+    plan.follows
+        .first()
+        .map_or_else(|| "follows".to_string(), |t| t.folder.to_string())
+}
+
+/// The authors the nights a base has not seen touch: the authors of their posts, and the
+/// followees of their follows.
+fn touched_authors(fs: &FileSystems, plan: &Plan) -> Result<FxHashSet<i64>> {
+    let touched = Mutex::new(FxHashSet::default());
+    let posts: Vec<&FileEntry> = plan.posts().filter(|(_, n)| *n).map(|(f, _)| f).collect();
+    let follows: Vec<&FileEntry> = plan.follows().filter(|(_, n)| *n).map(|(f, _)| f).collect();
+    let read = |f: &FileEntry, column: &str| {
+        parquet_io::read_parquet_columns(fs, f, &[column], &mut |b| {
+            let ids = columns::opt_ids(b, column);
+            let mut here = Vec::with_capacity(b.num_rows());
+            here.extend((0..b.num_rows()).filter_map(|i| columns::opt(ids, i)));
+            lock(&touched).extend(here);
+            Ok(())
+        })
+    };
+    posts.par_iter().try_for_each(|f| read(f, "uid"))?;
+    follows.par_iter().try_for_each(|f| read(f, "followee"))?;
+    Ok(touched.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// Work below which one partition is built alone: it takes moments, and makes one part file.
@@ -367,21 +611,38 @@ struct Post {
     created: i64,
 }
 
+/// Each partition's posts by mid: every night's newest record, and with a base that of the
+/// nights it saw ([`newest_posts`] compares their newest K).
+type PostMaps = (FxHashMap<i64, Post>, Option<FxHashMap<i64, Post>>);
+
 /// Reads every post once for the partitions of `round` (of `n`), each going to the partition
-/// of its author: the newest night's record of each mid, the files of a night side by side.
-/// Returns each partition's posts by mid, in round order, and the post rows read.
+/// of its author (when the run builds that author): the newest night's record of each mid,
+/// the files of a night side by side. Returns each partition's posts by mid, in round order,
+/// and the post rows read.
 fn read_posts(
     fs: &FileSystems,
     inputs: &Inputs,
     round: &[u32],
     n: u32,
-) -> Result<(Vec<FxHashMap<i64, Post>>, u64)> {
-    let slot = |id: i64| slot(round, n, id);
+) -> Result<(Vec<PostMaps>, u64)> {
+    let slot = |id: i64| slot(round, n, id).filter(|_| inputs.builds(id));
+    let room = match inputs.touched {
+        Some(_) => share(inputs.new_post_rows, n),
+        None => share(inputs.post_rows, n),
+    };
     // A later record by an author elsewhere, or without author, removes a mid.
-    let posts = Newest::with_room(round.len(), share(inputs.post_rows, n));
+    let posts = Newest::with_room(round.len(), room);
+    let seen = inputs
+        .posts_new
+        .as_ref()
+        .map(|_| Newest::with_room(round.len(), room));
     let post_rows = AtomicU64::new(0);
-    for night in &inputs.posts {
+    for (item, night) in inputs.posts.iter().enumerate() {
         let holding = posts.holding();
+        let old = match (&seen, &inputs.posts_new) {
+            (Some(seen), Some(new)) if !new[item] => Some((seen, seen.holding())),
+            _ => None,
+        };
         night.par_iter().try_for_each(|f| {
             let cols = ["mid", "uid", "created_at", "is_deleted"];
             parquet_io::read_parquet_columns(fs, f, &cols, &mut |b| {
@@ -407,12 +668,20 @@ fn read_posts(
                         None => others.push(m),
                     }
                 }
+                if let Some((seen, holding)) = &old {
+                    seen.merge(found.clone(), &others, holding);
+                }
                 posts.merge(found, &others, &holding);
                 Ok(())
             })
         })?;
     }
-    Ok((posts.into_maps(), post_rows.into_inner()))
+    let seen = match seen {
+        Some(seen) => seen.into_maps().into_iter().map(Some).collect(),
+        None => vec![None; round.len()],
+    };
+    let maps = posts.into_maps().into_iter().zip(seen).collect();
+    Ok((maps, post_rows.into_inner()))
 }
 
 /// A partition's authors with a post to serve, by uid (their fans not yet known), their
@@ -420,60 +689,117 @@ fn read_posts(
 struct Posted {
     authors: Vec<Author>,
     posts: Vec<(i64, i64, i64)>,
+    /// Per post of `posts`, whether the base's feeds hold it already (the same post, with the
+    /// same version, among its author's newest K over the nights the base saw).
+    served: Vec<bool>,
     may_post: MayPost,
     live: u64,
     deleted: u64,
 }
 
-/// The newest K posts of each author of a partition's posts (deleted ones left out), kept in
-/// place of the sorted posts.
-fn newest_posts(posts: FxHashMap<i64, Post>, k: usize) -> Posted {
-    let mut by_author: Vec<(i64, i64, i64)> = Vec::with_capacity(posts.len());
-    let mut deleted = 0;
-    for (mid, post) in posts {
-        if post.created == DELETED {
-            deleted += 1;
-        } else {
-            by_author.push((post.author, post.created, mid));
+/// The newest K posts of each author of a partition's posts (deleted ones left out), and
+/// with `seen` (the posts of the nights the base saw) which of them the base served.
+fn newest_posts(
+    posts: FxHashMap<i64, Post>,
+    seen: Option<FxHashMap<i64, Post>>,
+    k: usize,
+) -> Posted {
+    let newest = NewestK::of(posts, k);
+    let served = match seen {
+        None => vec![false; newest.posts.len()],
+        Some(seen) => {
+            let then = NewestK::of(seen, k);
+            let mut served = Vec::with_capacity(newest.posts.len());
+            let mut before = then.authors.iter().peekable();
+            for (uid, range) in &newest.authors {
+                while before.next_if(|(b, _)| b < uid).is_some() {}
+                let theirs = match before.next_if(|(b, _)| b == uid) {
+                    Some((_, r)) => &then.posts[r.clone()],
+                    None => &[][..],
+                };
+                served.extend(
+                    newest.posts[range.clone()]
+                        .iter()
+                        .map(|p| theirs.contains(p)),
+                );
+            }
+            served
         }
-    }
-    let live = by_author.len() as u64;
-    // By author, newest first (ties by mid ascending: the feed order).
-    by_author.sort_unstable_by_key(|&(a, created, mid)| (a, std::cmp::Reverse(created), mid));
-    let count = by_author.chunk_by(|x, y| x.0 == y.0).count();
-    let mut authors = Vec::with_capacity(count);
-    let mut may_post = MayPost::with_room(count);
-    // `(author, created, mid)` becomes `(created, mid, version)`, written at or before where
-    // it was read.
-    let (mut read, mut kept) = (0, 0);
-    while read < by_author.len() {
-        let uid = by_author[read].0;
-        let own = by_author[read..].iter().take_while(|p| p.0 == uid).count();
-        let start = kept;
-        let mut prev = None;
-        for i in read..read + own.min(k) {
-            let (_, created, mid) = by_author[i];
-            let version = next_version(prev, created);
-            by_author[kept] = (created, mid, version);
-            prev = Some(version);
-            kept += 1;
-        }
-        read += own;
-        may_post.insert(uid);
-        authors.push(Author {
-            uid,
-            fans: 0..0,
-            posts: start..kept,
-            celebrity: false,
-        });
-    }
-    by_author.truncate(kept);
+    };
+    let mut may_post = MayPost::with_room(newest.authors.len());
+    let authors = newest
+        .authors
+        .into_iter()
+        .map(|(uid, posts)| {
+            may_post.insert(uid);
+            Author {
+                uid,
+                fans: 0..0,
+                posts,
+                celebrity: false,
+            }
+        })
+        .collect();
     Posted {
         authors,
-        posts: by_author,
+        posts: newest.posts,
+        served,
         may_post,
-        live,
-        deleted,
+        live: newest.live,
+        deleted: newest.deleted,
+    }
+}
+
+/// Each author's newest K posts, `(created_at, mid, version)` newest first, side by side.
+struct NewestK {
+    /// By uid, with the range of its posts.
+    authors: Vec<(i64, Range<usize>)>,
+    posts: Vec<(i64, i64, i64)>,
+    live: u64,
+    deleted: u64,
+}
+
+impl NewestK {
+    /// Kept in place of the sorted posts.
+    fn of(posts: FxHashMap<i64, Post>, k: usize) -> NewestK {
+        let mut by_author: Vec<(i64, i64, i64)> = Vec::with_capacity(posts.len());
+        let mut deleted = 0;
+        for (mid, post) in posts {
+            if post.created == DELETED {
+                deleted += 1;
+            } else {
+                by_author.push((post.author, post.created, mid));
+            }
+        }
+        let live = by_author.len() as u64;
+        // By author, newest first (ties by mid ascending: the feed order).
+        by_author.sort_unstable_by_key(|&(a, created, mid)| (a, std::cmp::Reverse(created), mid));
+        let mut authors = Vec::with_capacity(by_author.chunk_by(|x, y| x.0 == y.0).count());
+        // `(author, created, mid)` becomes `(created, mid, version)`, written at or before
+        // where it was read.
+        let (mut read, mut kept) = (0, 0);
+        while read < by_author.len() {
+            let uid = by_author[read].0;
+            let own = by_author[read..].iter().take_while(|p| p.0 == uid).count();
+            let start = kept;
+            let mut prev = None;
+            for i in read..read + own.min(k) {
+                let (_, created, mid) = by_author[i];
+                let version = next_version(prev, created);
+                by_author[kept] = (created, mid, version);
+                prev = Some(version);
+                kept += 1;
+            }
+            read += own;
+            authors.push((uid, start..kept));
+        }
+        by_author.truncate(kept);
+        NewestK {
+            authors,
+            posts: by_author,
+            live,
+            deleted,
+        }
     }
 }
 
@@ -543,7 +869,10 @@ fn read_follows(
     posted: &[Posted],
 ) -> Result<(Vec<Edges>, u64)> {
     let keep_all = inputs.follows.len() > 1;
-    let room = share(inputs.follow_rows, n);
+    let room = match inputs.touched {
+        Some(_) => share(inputs.new_follow_rows, n),
+        None => share(inputs.follow_rows, n),
+    };
     let edges: Vec<Mutex<Vec<(i64, i64)>>> = round
         .iter()
         .map(|_| Mutex::new(Vec::with_capacity(room)))
@@ -552,8 +881,8 @@ fn read_follows(
     let without_posts: Vec<AtomicU64> = round.iter().map(|_| AtomicU64::new(0)).collect();
     let follow_rows = AtomicU64::new(0);
     for (i, night) in inputs.follows.iter().enumerate() {
-        let to = match inputs.fresh_from {
-            Some(from) if i >= from => &fresh,
+        let to = match &inputs.follows_new {
+            Some(new) if new[i] => &fresh,
             _ => &edges,
         };
         night.par_iter().try_for_each(|f| {
@@ -564,7 +893,7 @@ fn read_follows(
                 let mut mine: Vec<Vec<(i64, i64)>> = vec![Vec::new(); round.len()];
                 let mut counted = vec![0u64; round.len()];
                 for (&a, &fan) in followee.values().iter().zip(follower.values().iter()) {
-                    if let Some(s) = slot(round, n, a) {
+                    if let Some(s) = slot(round, n, a).filter(|_| inputs.builds(a)) {
                         if keep_all || posted[s].may_post.may_hold(a) {
                             mine[s].push((a, fan));
                         } else {
@@ -580,7 +909,7 @@ fn read_follows(
             })
         })?;
     }
-    let split = inputs.fresh_from.is_some();
+    let split = inputs.follows_new.is_some();
     let read = edges
         .into_iter()
         .zip(fresh)
@@ -615,6 +944,7 @@ fn partition_of(read: Edges, posted: Posted, options: &InboxOptions) -> Built {
     let Posted {
         mut authors,
         posts,
+        served,
         may_post,
         live,
         deleted,
@@ -650,17 +980,24 @@ fn partition_of(read: Edges, posted: Posted, options: &InboxOptions) -> Built {
             stats.edges_to_celebrities += fans_n as u64;
         } else {
             stats.edges_fanned_out += fans_n as u64;
-            stats.entries += (fans_n * author.posts.len()) as u64;
         }
     }
     authors.retain(|a| !a.fans.is_empty());
-    Built {
+    let mut built = Built {
         authors,
         edges,
         fresh,
         posts,
+        served,
         stats,
-    }
+    };
+    built.stats.entries = built
+        .authors
+        .iter()
+        .filter(|a| !a.celebrity)
+        .map(|a| built.added(a))
+        .sum();
+    built
 }
 
 /// Merges `more` into `into`, both sorted and without a common element, in place: from the
@@ -699,18 +1036,19 @@ fn write_part(
     let (mut celebrity, mut fans) = (Vec::new(), Vec::new());
     for a in &built.authors {
         if a.celebrity {
-            celebrity.push(a.uid);
-            fans.push(a.fans.len() as i64);
+            if built.celebrity_changed(a) {
+                celebrity.push(a.uid);
+                fans.push(a.fans.len() as i64);
+            }
             continue;
         }
-        for &(t, m, v) in built.posts(a) {
-            for f in built.fans(a) {
-                columns.push(f, a.uid, m, t, v);
-                if columns.uid.len() >= WRITE_BATCH {
-                    writer.write(&columns.take())?;
-                }
+        built.for_each_entry(a, false, &mut |(t, m, v), f| {
+            columns.push(f, a.uid, m, t, v);
+            if columns.uid.len() >= WRITE_BATCH {
+                writer.write(&columns.take())?;
             }
-        }
+            Ok(())
+        })?;
     }
     if !columns.uid.is_empty() {
         writer.write(&columns.take())?;
@@ -831,55 +1169,6 @@ mod tests {
             merge_disjoint(&mut a, &b);
             proptest::prop_assert_eq!(a, edges.into_iter().collect::<Vec<_>>());
         }
-    }
-
-    fn taken(nights: &[(&str, i64)]) -> history::Taken {
-        history::Taken {
-            date: nights.last().unwrap().0.to_string(),
-            folder: Location::Local("/nowhere".into()),
-            files: Vec::new(),
-            nights: nights.iter().map(|n| n.0.to_string()).collect(),
-            stamps: nights.iter().map(|n| n.1).collect(),
-        }
-    }
-
-    #[test]
-    fn follows_split_at_a_base_only_when_its_nights_are_unchanged() {
-        let follows = || FollowNights {
-            taken: vec![
-                taken(&[("2026-11-01", 1), ("2026-11-02", 2)]),
-                taken(&[("2026-11-03", 3)]),
-                taken(&[("2026-11-04", 4)]),
-            ],
-            fresh_from: None,
-        };
-        let then = |n: &[(&str, i64)]| -> Vec<(String, i64)> {
-            n.iter().map(|(d, s)| (d.to_string(), *s)).collect()
-        };
-        let three = then(&[("2026-11-01", 1), ("2026-11-02", 2), ("2026-11-03", 3)]);
-        let mut f = follows();
-        assert!(f.split_after("2026-11-03", &three));
-        assert_eq!(f.fresh_from, Some(2));
-        // A rerun of the base's night: nothing after it.
-        let mut f = follows();
-        let four = then(&[
-            ("2026-11-01", 1),
-            ("2026-11-02", 2),
-            ("2026-11-03", 3),
-            ("2026-11-04", 4),
-        ]);
-        assert!(f.split_after("2026-11-04", &four));
-        assert_eq!(f.fresh_from, Some(3));
-        // A night up to the base restamped (rerun), or late (not seen by the base).
-        let mut f = follows();
-        let restamped = then(&[("2026-11-01", 1), ("2026-11-02", 9), ("2026-11-03", 3)]);
-        assert!(!f.split_after("2026-11-03", &restamped));
-        assert_eq!(f.fresh_from, None);
-        let mut f = follows();
-        assert!(!f.split_after("2026-11-03", &three[..2]));
-        // A run that holds nights on both sides of the base.
-        let mut f = follows();
-        assert!(!f.split_after("2026-11-01", &three[..1]));
     }
 
     #[test]
