@@ -347,15 +347,7 @@ mod cluster_tests {
         let mut busiest: Vec<(usize, i64)> = counts.into_iter().map(|(u, n)| (n, u)).collect();
         busiest.sort_unstable_by(|a, b| b.cmp(a));
         let mut users: BTreeSet<i64> = busiest.iter().take(4).map(|&(_, u)| u).collect();
-        let celebrities: BTreeSet<i64> =
-            parquet_rows(&graph.join("inbox_celebrities").join(format!("dt={date}")))
-                .lines()
-                .map(|l| {
-                    serde_json::from_str::<Value>(l).unwrap()["uid"]
-                        .as_i64()
-                        .unwrap()
-                })
-                .collect();
+        let celebrities: BTreeSet<i64> = celebrities(graph, date).into_iter().collect();
         let follows = parquet_rows(&clean.join("follows").join(format!("dt={date}")));
         let fans_of_celebrities = follows.lines().filter_map(|l| {
             let v: Value = serde_json::from_str(l).unwrap();

@@ -57,14 +57,6 @@ impl Marker {
         Ok(Some(date))
     }
 
-    /// The input nights (with their stamps) the base's output was computed from, when the
-    /// marker recorded them ([`Marker::record_covering`]).
-    pub fn nights(&self, fs: &FileSystems) -> Result<Option<Vec<(String, i64)>>> {
-        Ok(self
-            .read(fs)?
-            .and_then(|doc| serde_json::from_value(doc["nights"].clone()).ok()))
-    }
-
     /// The marker's document, when it exists.
     fn read(&self, fs: &FileSystems) -> Result<Option<serde_json::Value>> {
         if !fs.exists(&self.at)? {
@@ -82,23 +74,8 @@ impl Marker {
     /// Records `date` (or the base's, when later) with the sizes of its output's files, once
     /// that output is committed.
     pub fn record(&self, fs: &FileSystems, date: &str, base: Option<&str>) -> Result<()> {
-        self.record_covering(fs, date, base, None)
-    }
-
-    /// [`Marker::record`], with the input nights the recorded night's output was computed
-    /// from (the caller's: those of `date`'s run, or the base's when the base is later).
-    pub fn record_covering(
-        &self,
-        fs: &FileSystems,
-        date: &str,
-        base: Option<&str>,
-        nights: Option<&[(String, i64)]>,
-    ) -> Result<()> {
         let date = base.map_or(date, |b| b.max(date));
-        let mut doc = serde_json::json!({ "as_of": date, "parts": self.parts(fs, date)? });
-        if let Some(nights) = nights {
-            doc["nights"] = serde_json::json!(nights);
-        }
+        let doc = serde_json::json!({ "as_of": date, "parts": self.parts(fs, date)? });
         let text = serde_json::to_vec(&doc).map_err(|e| Error::Io {
             op: "encode",
             path: self.at.to_string(),

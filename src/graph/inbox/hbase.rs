@@ -150,10 +150,9 @@ pub fn run(
 /// The cells the nights after the base bring, as far as the inputs tell before the fan-out:
 /// their follows times `k`, and each of their posts times its author's fans.
 fn added_cells(fs: &FileSystems, plan: &Plan, k: u64) -> Result<u64> {
-    let new_follows: Vec<_> = plan.follows().filter(|(_, n)| *n).map(|(f, _)| f).collect();
-    let mut cells = parquet_io::parquet_rows(fs, new_follows)? * k;
+    let mut cells = parquet_io::parquet_rows(fs, super::new_files(plan.follows()))? * k;
     let mut posts: FxHashMap<i64, (u64, u64)> = FxHashMap::default();
-    for (f, _) in plan.posts().filter(|(_, n)| *n) {
+    for f in super::new_files(plan.posts()) {
         parquet_io::read_parquet_columns(fs, f, &["uid"], &mut |b| {
             let uid = columns::opt_ids(b, "uid");
             for i in 0..b.num_rows() {

@@ -177,21 +177,20 @@ impl Built {
     /// The fans of `author` that no night up to the base gave, ascending; `None` when the
     /// run was not split at a base.
     pub fn fresh_fans(&self, author: &Author) -> Option<impl Iterator<Item = i64> + '_> {
+        Some(self.fresh_edges(author)?.iter().map(|&(_, f)| f))
+    }
+
+    /// The edges of [`Built::fresh_fans`].
+    fn fresh_edges(&self, author: &Author) -> Option<&[(i64, i64)]> {
         let fresh = self.fresh.as_ref()?;
         let from = fresh.partition_point(|&(a, _)| a < author.uid);
         let to = fresh.partition_point(|&(a, _)| a <= author.uid);
-        Some(fresh[from..to].iter().map(|&(_, f)| f))
+        Some(&fresh[from..to])
     }
 
     /// The posts `author` fans out: `(created_at, mid, version)`, newest first.
     pub fn posts(&self, author: &Author) -> &[(i64, i64, i64)] {
         &self.posts[author.posts.clone()]
-    }
-
-    /// Whether the run continues from a base: then only what the nights after it add is
-    /// written.
-    pub fn has_base(&self) -> bool {
-        self.fresh.is_some()
     }
 
     /// Calls `entry(post, fan)` for the feed entries of `author` (not a celebrity), post by
@@ -204,10 +203,10 @@ impl Built {
         every: bool,
         entry: &mut dyn FnMut((i64, i64, i64), i64) -> Result<()>,
     ) -> Result<()> {
+        let fresh = self.fresh_edges(author).filter(|_| !every);
         for (i, &post) in self.posts(author).iter().enumerate() {
-            let served = !every && self.served[author.posts.start + i];
-            match self.fresh_fans(author).filter(|_| served) {
-                Some(fresh) => fresh.into_iter().try_for_each(|f| entry(post, f))?,
+            match fresh.filter(|_| self.served[author.posts.start + i]) {
+                Some(fresh) => fresh.iter().try_for_each(|&(_, f)| entry(post, f))?,
                 None => self.fans(author).try_for_each(|f| entry(post, f))?,
             }
         }
@@ -216,7 +215,7 @@ impl Built {
 
     /// How many entries of `author` the base's feeds do not hold.
     fn added(&self, author: &Author) -> u64 {
-        let fresh = self.fresh_fans(author).map(|f| f.count());
+        let fresh = self.fresh_edges(author).map(<[_]>::len);
         (author.posts.clone())
             .map(|i| match fresh {
                 Some(fresh) if self.served[i] => fresh as u64,
@@ -228,8 +227,7 @@ impl Built {
     /// Whether a celebrity's count of fans is new to the base: it gained a fan since, or
     /// there is no base.
     pub fn celebrity_changed(&self, author: &Author) -> bool {
-        self.fresh_fans(author)
-            .is_none_or(|mut f| f.next().is_some())
+        self.fresh_edges(author).is_none_or(|f| !f.is_empty())
     }
 }
 
@@ -371,6 +369,11 @@ impl Plan {
     }
 }
 
+/// The files of `items` the base has not seen.
+pub fn new_files<'a>(items: impl Iterator<Item = (&'a FileEntry, bool)>) -> Vec<&'a FileEntry> {
+    items.filter(|(_, new)| *new).map(|(f, _)| f).collect()
+}
+
 fn items<'a>(
     taken: &'a [history::Taken],
     new: Option<&'a Vec<bool>>,
@@ -470,14 +473,10 @@ pub fn run_planned(
             reason: format!("no committed follows up to dt={}", options.date),
         });
     }
-    let rows_of = |it: &mut dyn Iterator<Item = (&FileEntry, bool)>, new: bool| {
-        let files: Vec<&FileEntry> = it.filter(|(_, n)| *n || !new).map(|(f, _)| f).collect();
-        parquet_io::parquet_rows(fs, files)
-    };
-    let follow_rows = rows_of(&mut plan.follows(), false)?;
-    let post_rows = rows_of(&mut plan.posts(), false)?;
-    inputs.new_follow_rows = rows_of(&mut plan.follows(), true)?;
-    inputs.new_post_rows = rows_of(&mut plan.posts(), true)?;
+    let follow_rows = parquet_io::parquet_rows(fs, inputs.follows.iter().flatten())?;
+    let post_rows = parquet_io::parquet_rows(fs, inputs.posts.iter().flatten())?;
+    inputs.new_follow_rows = parquet_io::parquet_rows(fs, new_files(plan.follows()))?;
+    inputs.new_post_rows = parquet_io::parquet_rows(fs, new_files(plan.posts()))?;
     if scope == Scope::Touched && base.is_some() {
         inputs.touched = Some(touched_authors(fs, plan)?);
     }
@@ -564,8 +563,7 @@ fn plan_root(plan: &Plan) -> String {
 /// followees of their follows.
 fn touched_authors(fs: &FileSystems, plan: &Plan) -> Result<FxHashSet<i64>> {
     let touched = Mutex::new(FxHashSet::default());
-    let posts: Vec<&FileEntry> = plan.posts().filter(|(_, n)| *n).map(|(f, _)| f).collect();
-    let follows: Vec<&FileEntry> = plan.follows().filter(|(_, n)| *n).map(|(f, _)| f).collect();
+    let (posts, follows) = (new_files(plan.posts()), new_files(plan.follows()));
     let read = |f: &FileEntry, column: &str| {
         parquet_io::read_parquet_columns(fs, f, &[column], &mut |b| {
             let ids = columns::opt_ids(b, column);
