@@ -4,6 +4,7 @@
 //! partitions' commit protocol ([`super::partition`]).
 
 pub mod read;
+pub mod sorted;
 pub mod write;
 
 pub use read::*;

@@ -4,26 +4,24 @@
 //!
 //! Only what changed is written: a namespace remembers, in `<output>/_load/<namespace>.json`
 //! (a [`Marker`]), the night of the friends it holds, and the next night writes only the pairs
-//! and counts that differ from that night's output (the [`LoadedFriends`]). Writing an older
+//! and counts that differ from that night's output: the two outputs, each sorted, are read
+//! side by side ([`SortedMerge`]), so neither is held in memory. Writing an older
 //! night's state is harmless whatever the base, as its cells carry that night's (older)
 //! timestamp; docs/nightly.md.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-
 use arrow::array::{Array, RecordBatch};
-use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use crate::dataset::parquet_io;
+use crate::dataset::parquet_io::sorted::{changed_rows, SortedMerge};
 use crate::dataset::{self, partition};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::graph::loaded::Marker;
 use crate::hbase::layout::{self, Table};
-use crate::hbase::write::{self, PutSink, Route, WriteOptions, WriteReport};
-use crate::hdfs::{FileSystems, Location};
+use crate::hbase::write::{self, Route, WriteOptions, WriteReport};
+use crate::hdfs::{FileEntry, FileSystems, Location};
 
-use super::{BatchWriter, FriendsOptions, FriendsSink, FriendsStats, FriendsWriter, Slice, Tee};
-use crate::dataset::parquet_io;
+use super::{FriendsOptions, FriendsStats, FriendsWriter, Slice};
 
 /// What a friends run with `--load` wrote into HBase, and against which base.
 #[derive(Clone, Debug, Serialize)]
@@ -40,8 +38,8 @@ pub struct LoadBase {
     pub unchanged_counts: u64,
 }
 
-/// Computes the friendships of `inputs` into `writer` and, at the same time, into HBase
-/// through the one way in; returns the stats, what was written, and the marker to record
+/// Computes the friendships of `inputs` into `writer`, then writes what differs from the
+/// namespace's base into HBase through the one way in; returns the stats, what was written, and the marker to record
 /// once `writer` is committed ([`LoadRecord::write`]).
 pub fn run(
     fs: &FileSystems,
@@ -69,13 +67,15 @@ pub fn run(
     let created = write::ensure_tables(hbase)?;
     let base = match whole && created.is_empty() {
         true => match marker.base(fs)? {
-            Some(date) => LoadedFriends::read(fs, output, date)?,
+            Some(date) => Base::of(fs, output, date)?,
             None => None,
         },
         false => None,
     };
-    let mut stats = None;
-    let mut skipped = (0u64, 0u64);
+    // The join first, into the staged output; then what differs from the base, read back
+    // from both outputs side by side (neither is held).
+    let stats = super::run_to(fs, inputs, options, writer)?;
+    let (new_pairs, new_counts) = writer.staged_files()?;
     // --via auto weighs the follow rows that can bring a pair (each becomes six puts): every
     // one read, or with a base only those of the nights after it.
     let after = base.as_ref().map(|b| b.date.clone());
@@ -96,26 +96,31 @@ pub fn run(
         rows: &follow_rows,
     };
     let ts = write::cell_timestamp(&date)?;
+    let mut skipped = (0u64, 0u64);
     let written = write::write_routed_with(&route, hbase, &mut |timed| {
-        let put: &mut PutSink<'_> = &mut |t, p| timed(t, p, ts);
-        let sink = HBaseSink {
-            put: Mutex::new(put),
-            whole,
-            base: base.as_ref(),
-            unchanged_pairs: AtomicU64::new(0),
-            unchanged_counts: AtomicU64::new(0),
+        let mut old = match &base {
+            Some(base) => Some(SortedMerge::open(fs, &base.pairs, decode_pairs)?),
+            None => None,
         };
-        stats = Some(super::run_to(fs, inputs, options, &Tee(writer, &sink))?);
-        skipped = (
-            sink.unchanged_pairs.into_inner(),
-            sink.unchanged_counts.into_inner(),
-        );
+        let mut new = SortedMerge::open(fs, &new_pairs, decode_pairs)?;
+        skipped.0 = changed_rows(old.as_mut(), &mut new, &mut |(a, b), since| {
+            for (table, put) in layout::friendship_puts(a, b, since) {
+                timed(table, put, ts)?;
+            }
+            Ok(())
+        })?;
+        if whole {
+            let mut old = match &base {
+                Some(base) => Some(SortedMerge::open(fs, &base.counts, decode_counts)?),
+                None => None,
+            };
+            let mut new = SortedMerge::open(fs, &new_counts, decode_counts)?;
+            skipped.1 = changed_rows(old.as_mut(), &mut new, &mut |uid, n| {
+                let (table, put) = layout::friend_count_put(uid, n);
+                timed(table, put, ts)
+            })?;
+        }
         Ok(())
-    })?;
-    let stats = stats.ok_or_else(|| Error::Hbase {
-        op: "friends",
-        table: hbase.namespace.clone(),
-        reason: "friends did not run".into(),
     })?;
     let loaded = Loaded {
         written,
@@ -163,50 +168,22 @@ impl LoadRecord {
 
 /// The friends a namespace already holds (the committed output of the night its marker
 /// names): only the pairs and counts that differ from them are written.
-struct LoadedFriends {
+struct Base {
     date: String,
-    /// (uid_a, uid_b) → since (ms, or i64::MIN when unknown)
-    pairs: FxHashMap<(i64, i64), i64>,
-    counts: FxHashMap<i64, i64>,
+    pairs: Vec<FileEntry>,
+    counts: Vec<FileEntry>,
 }
 
-impl LoadedFriends {
+impl Base {
     /// The committed output of `date` (the night the marker names).
-    fn read(fs: &FileSystems, output: &Location, date: String) -> Result<Option<LoadedFriends>> {
+    fn of(fs: &FileSystems, output: &Location, date: String) -> Result<Option<Base>> {
         let dt = format!("dt={date}");
-        let pair_parts = partition::committed_parts(fs, &output.join("friends").join(&dt))?;
-        let count_parts = partition::committed_parts(fs, &output.join("friend_counts").join(&dt))?;
-        if pair_parts.is_empty() || count_parts.is_empty() {
+        let pairs = partition::committed_parts(fs, &output.join("friends").join(&dt))?;
+        let counts = partition::committed_parts(fs, &output.join("friend_counts").join(&dt))?;
+        if pairs.is_empty() || counts.is_empty() {
             return Ok(None);
         }
-        let mut pairs = FxHashMap::default();
-        for f in &pair_parts {
-            let path = f.location.to_string();
-            parquet_io::read_parquet(fs, f, &mut |b| {
-                dataset::friends::check(b, &dataset::friends::friends_schema(), &path)?;
-                let (a, bb, since) = dataset::friends::pair_columns(b);
-                for i in 0..b.num_rows() {
-                    let t = if since.is_valid(i) {
-                        since.value(i)
-                    } else {
-                        i64::MIN
-                    };
-                    pairs.insert((a.value(i), bb.value(i)), t);
-                }
-                Ok(())
-            })?;
-        }
-        let mut counts = FxHashMap::default();
-        for f in &count_parts {
-            let path = f.location.to_string();
-            parquet_io::read_parquet(fs, f, &mut |b| {
-                dataset::friends::check(b, &dataset::friends::counts_schema(), &path)?;
-                let (uid, n) = dataset::friends::count_columns(b);
-                counts.extend(uid.values().iter().copied().zip(n.values().iter().copied()));
-                Ok(())
-            })?;
-        }
-        Ok(Some(LoadedFriends {
+        Ok(Some(Base {
             date,
             pairs,
             counts,
@@ -214,79 +191,29 @@ impl LoadedFriends {
     }
 }
 
-/// Friendships as HBase puts, those unchanged since the base left out. Runs come from
-/// several threads: the puts go through the one router, under a lock.
-struct HBaseSink<'a, 'b> {
-    put: Mutex<&'a mut PutSink<'b>>,
-    whole: bool,
-    base: Option<&'a LoadedFriends>,
-    unchanged_pairs: AtomicU64,
-    unchanged_counts: AtomicU64,
+/// A row of the friends table: `(uid_a, uid_b)` and since.
+type PairRow = ((i64, i64), Option<i64>);
+
+/// The rows of a batch of the friends table.
+fn decode_pairs(batch: &RecordBatch, path: &str) -> Result<Vec<PairRow>> {
+    dataset::friends::check(batch, &dataset::friends::friends_schema(), path)?;
+    let (a, b, since) = dataset::friends::pair_columns(batch);
+    Ok((0..batch.num_rows())
+        .map(|i| {
+            let since = since.is_valid(i).then(|| since.value(i));
+            ((a.value(i), b.value(i)), since)
+        })
+        .collect())
 }
 
-/// A run of pairs, or a part of the counts, on its way to HBase.
-struct HBaseRun<'s, 'a, 'b> {
-    sink: &'s HBaseSink<'a, 'b>,
-    counts: bool,
-}
-
-impl BatchWriter for HBaseRun<'_, '_, '_> {
-    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        let sink = self.sink;
-        let mut puts = Vec::new();
-        let mut unchanged = 0;
-        if self.counts {
-            if sink.whole {
-                let (uids, friends) = dataset::friends::count_columns(batch);
-                for (uid, n) in uids.values().iter().zip(friends.values()) {
-                    if sink.base.and_then(|base| base.counts.get(uid)) == Some(n) {
-                        unchanged += 1;
-                        continue;
-                    }
-                    puts.push(layout::friend_count_put(*uid, *n));
-                }
-            }
-            sink.unchanged_counts
-                .fetch_add(unchanged, Ordering::Relaxed);
-        } else {
-            let (uid_a, uid_b, since) = dataset::friends::pair_columns(batch);
-            for i in 0..uid_a.len() {
-                let (a, b) = (uid_a.value(i), uid_b.value(i));
-                let since = since.is_valid(i).then(|| since.value(i));
-                let t = since.unwrap_or(i64::MIN);
-                if sink.base.and_then(|base| base.pairs.get(&(a, b))) == Some(&t) {
-                    unchanged += 1;
-                    continue;
-                }
-                puts.extend(layout::friendship_puts(a, b, since));
-            }
-            sink.unchanged_pairs.fetch_add(unchanged, Ordering::Relaxed);
-        }
-        // Built outside the lock; handed over under it.
-        let mut put = sink.put.lock().unwrap_or_else(|e| e.into_inner());
-        for (table, p) in puts {
-            (*put)(table, p)?;
-        }
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<()> {
-        Ok(())
-    }
-}
-
-impl FriendsSink for HBaseSink<'_, '_> {
-    fn open_pairs(&self, _run: usize) -> Result<Box<dyn BatchWriter + '_>> {
-        Ok(Box::new(HBaseRun {
-            sink: self,
-            counts: false,
-        }))
-    }
-
-    fn open_counts(&self, _part: usize) -> Result<Box<dyn BatchWriter + '_>> {
-        Ok(Box::new(HBaseRun {
-            sink: self,
-            counts: true,
-        }))
-    }
+/// The rows of a batch of the counts table: uid → friends.
+fn decode_counts(batch: &RecordBatch, path: &str) -> Result<Vec<(i64, i64)>> {
+    dataset::friends::check(batch, &dataset::friends::counts_schema(), path)?;
+    let (uid, n) = dataset::friends::count_columns(batch);
+    Ok(uid
+        .values()
+        .iter()
+        .copied()
+        .zip(n.values().iter().copied())
+        .collect())
 }

@@ -55,7 +55,7 @@ use input::Input;
 pub use join::mutual_pairs_of;
 use join::out_of_core::CountPlan;
 pub use output::FriendsWriter;
-pub use sink::{BatchWriter, FriendsSink, Tee};
+pub use sink::{BatchWriter, FriendsSink};
 
 pub use crate::dataset::slice::Slice;
 

@@ -18,7 +18,7 @@ use crate::dataset::parquet_io;
 use crate::dataset::parquet_io::ParquetWriter;
 use crate::dataset::partition::{self, Staged};
 use crate::error::Result;
-use crate::hdfs::{FileSystems, Location};
+use crate::hdfs::{FileEntry, FileSystems, Location};
 
 /// Writes a run's output into staged partitions (see the module's doc).
 pub struct FriendsWriter {
@@ -102,6 +102,28 @@ impl FriendsWriter {
         let writer = ParquetWriter::create_staged(&self.fs, &location, schema, props.clone())?;
         opened.fetch_add(1, Ordering::Relaxed);
         Ok(ParquetFile(writer))
+    }
+
+    /// The files written so far into the staged friends and counts partitions.
+    pub fn staged_files(&self) -> Result<(Vec<FileEntry>, Vec<FileEntry>)> {
+        let files = |staged: &Staged| -> Result<Vec<FileEntry>> {
+            if !self.fs.exists(&staged.tmp)? {
+                return Ok(Vec::new());
+            }
+            let mut files: Vec<FileEntry> = self
+                .fs
+                .list(&staged.tmp, false)?
+                .into_iter()
+                .filter(|e| {
+                    e.location
+                        .file_name()
+                        .is_some_and(|n| n.ends_with(".parquet"))
+                })
+                .collect();
+            files.sort_by_key(|f| f.location.to_string());
+            Ok(files)
+        };
+        Ok((files(&self.staged[0])?, files(&self.staged[1])?))
     }
 
     /// Commits both partitions; returns where the friends rows are. A run without a pair

@@ -38,39 +38,6 @@ pub trait BatchWriter {
     fn finish(self: Box<Self>) -> Result<()>;
 }
 
-/// Hands the same results to two sinks (Parquet and HBase, for `friends --load`).
-pub struct Tee<'a>(pub &'a dyn FriendsSink, pub &'a dyn FriendsSink);
-
-struct TeeWriter<'a>(Box<dyn BatchWriter + 'a>, Box<dyn BatchWriter + 'a>);
-
-impl BatchWriter for TeeWriter<'_> {
-    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        self.0.write(batch)?;
-        self.1.write(batch)
-    }
-
-    fn finish(self: Box<Self>) -> Result<()> {
-        self.0.finish()?;
-        self.1.finish()
-    }
-}
-
-impl FriendsSink for Tee<'_> {
-    fn open_pairs(&self, run: usize) -> Result<Box<dyn BatchWriter + '_>> {
-        Ok(Box::new(TeeWriter(
-            self.0.open_pairs(run)?,
-            self.1.open_pairs(run)?,
-        )))
-    }
-
-    fn open_counts(&self, part: usize) -> Result<Box<dyn BatchWriter + '_>> {
-        Ok(Box::new(TeeWriter(
-            self.0.open_counts(part)?,
-            self.1.open_counts(part)?,
-        )))
-    }
-}
-
 /// Rows per batch handed to a [`FriendsSink`].
 pub(crate) const SINK_BATCH: usize = 64 * 1024;
 
