@@ -974,3 +974,117 @@ fn a_follows_root_is_read_up_to_the_date_and_committed_nights_only() {
     assert_eq!(ours, naive(&history));
     assert_eq!(ours.len(), 2, "{ours:?}");
 }
+
+/// Night after night over a follows root, each run continues from the night before (its
+/// report says from which) and gives what the join over every night gives: the same pairs,
+/// counts and figures. A late night is folded in the same way; a night cleaned again since
+/// the base (it may have lost edges) sends the run back to the full join.
+#[test]
+fn each_night_continues_from_the_last_and_equals_the_join_over_every_night() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("follows");
+    let night = |date: &str, edges: &[Edge]| {
+        let d = root.join(format!("dt={date}"));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        write_follows(&d.join("part-00000.parquet"), edges);
+        std::fs::write(d.join("_SUCCESS"), b"").unwrap();
+    };
+    // Few users, so later nights answer and crawl again the edges of earlier ones.
+    let graph = random_graph(7, 300, 4_000, 0.3, (1_000, 3));
+    let nights: Vec<&[Edge]> = graph.chunks(1_000).collect();
+    let dates = ["2026-11-26", "2026-11-27", "2026-11-28", "2026-11-29"];
+    // Runs `date` into `out`; returns its report's figures and its pairs and counts.
+    let friends_of = |out: &Path, date: &str| {
+        let report = out.join(format!("report-{date}.json"));
+        let r = run(bin()
+            .args(["-q", "friends", "--input"])
+            .arg(&root)
+            .arg("--output")
+            .arg(out)
+            .args(["--date", date, "--report"])
+            .arg(&report));
+        assert!(r.status.success(), "{}", stderr(&r));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let files = |table: &str| -> Vec<PathBuf> {
+            let dir = out.join(format!("{table}/dt={date}"));
+            let files = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path());
+            files
+                .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+                .collect()
+        };
+        let pairs: BTreeMap<(i64, i64), i64> = files("friends")
+            .iter()
+            .flat_map(|f| pair_rows(f))
+            .map(|(k, s)| (k, s.unwrap_or(i64::MIN)))
+            .collect();
+        let counts: BTreeMap<i64, i64> = files("friend_counts")
+            .iter()
+            .flat_map(|f| count_rows(f))
+            .collect();
+        (report["friends"].clone(), pairs, counts)
+    };
+    let out = dir.path().join("out");
+    // Each night against a full join of the same nights into a fresh output.
+    let check = |date: &str, carried_from: Option<&str>, union: &[Edge]| {
+        let (figures, pairs, counts) = friends_of(&out, date);
+        assert_eq!(
+            figures["carried_from"].as_str(),
+            carried_from,
+            "{date}: {figures}"
+        );
+        let fresh = tempfile::tempdir().unwrap();
+        let (full, full_pairs, full_counts) = friends_of(fresh.path(), date);
+        assert!(full["carried_from"].is_null());
+        // The same figures, but for how the join went.
+        let how = ["carried_from", "pair_parts", "streamed_parts"];
+        let counted = |mut f: serde_json::Value| {
+            for k in how {
+                f[k] = serde_json::Value::Null;
+            }
+            f
+        };
+        assert_eq!(counted(figures), counted(full), "{date}");
+        assert_eq!((&pairs, &counts), (&full_pairs, &full_counts), "{date}");
+        let want: BTreeMap<(i64, i64), i64> = naive(union)
+            .into_iter()
+            .map(|(k, s)| (k, s.unwrap_or(i64::MIN)))
+            .collect();
+        assert_eq!(pairs, want, "{date}");
+        assert!(!pairs.is_empty());
+    };
+    night(dates[0], nights[0]);
+    check(dates[0], None, nights[0]);
+    night(dates[2], nights[2]);
+    check(dates[2], Some(dates[0]), &[nights[0], nights[2]].concat());
+    // A late night, between the two: folded in by a rerun of the newest date.
+    night(dates[1], nights[1]);
+    check(dates[2], Some(dates[0]), &nights[..3].concat());
+    night(dates[3], nights[3]);
+    check(dates[3], Some(dates[2]), &nights.concat());
+    // Night 2 cleaned again, with fewer edges: its base saw the old ones.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    night(dates[1], &nights[1][..500]);
+    let union = [nights[0], &nights[1][..500], nights[2], nights[3]].concat();
+    check(dates[3], None, &union);
+}
+
+/// The `(uid, friends)` rows of a friend counts file.
+fn count_rows(file: &Path) -> Vec<(i64, i64)> {
+    use arrow::array::AsArray;
+    use arrow::datatypes::Int64Type;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let uid = batch.column(0).as_primitive::<Int64Type>().clone();
+        let n = batch.column(1).as_primitive::<Int64Type>().clone();
+        rows.extend(uid.values().iter().copied().zip(n.values().iter().copied()));
+    }
+    rows
+}

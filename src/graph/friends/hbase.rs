@@ -9,7 +9,6 @@
 //! night's state is harmless whatever the base, as its cells carry that night's (older)
 //! timestamp; docs/nightly.md.
 
-use arrow::array::{Array, RecordBatch};
 use serde::Serialize;
 
 use crate::dataset::parquet_io;
@@ -21,7 +20,8 @@ use crate::hbase::layout::{self, Table};
 use crate::hbase::write::{self, Route, WriteOptions, WriteReport};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
-use super::{FriendsOptions, FriendsStats, FriendsWriter, Slice};
+use super::carried::{decode_counts, decode_pairs};
+use super::{FriendsWriter, Slice};
 
 /// What a friends run with `--load` wrote into HBase, and against which base.
 #[derive(Clone, Debug, Serialize)]
@@ -38,22 +38,22 @@ pub struct LoadBase {
     pub unchanged_counts: u64,
 }
 
-/// Computes the friendships of `inputs` into `writer`, then writes what differs from the
-/// namespace's base into HBase through the one way in; returns the stats, what was written, and the marker to record
-/// once `writer` is committed ([`LoadRecord::write`]).
-pub fn run(
+/// Writes the friendships staged in `writer` (computed from `inputs`) into HBase through
+/// the one way in, only what differs from the namespace's base; returns what was written,
+/// and the marker to record once `writer` is committed ([`LoadRecord::write`]).
+pub fn load(
     fs: &FileSystems,
     inputs: &[String],
-    options: &FriendsOptions,
+    slice: Slice,
     output: &Location,
     writer: &FriendsWriter,
     hbase: &WriteOptions,
-) -> Result<(FriendsStats, Loaded, Option<LoadRecord>)> {
+) -> Result<(Loaded, Option<LoadRecord>)> {
     let hbase = &WriteOptions {
         tables: vec![Table::Friend, Table::User, Table::Follow, Table::Fans],
         ..hbase.clone()
     };
-    let whole = options.slice == Slice::ALL;
+    let whole = slice == Slice::ALL;
     if !whole {
         log::warn!(
             "--slice: count:friends is not written (a slice sees part of each user's \
@@ -72,9 +72,7 @@ pub fn run(
         },
         false => None,
     };
-    // The join first, into the staged output; then what differs from the base, read back
-    // from both outputs side by side (neither is held).
-    let stats = super::run_to(fs, inputs, options, writer)?;
+    // What differs from the base, read back from both outputs side by side (neither is held).
     let (new_pairs, new_counts) = writer.staged_files()?;
     // --via auto weighs the follow rows that can bring a pair (each becomes six puts): every
     // one read, or with a base only those of the nights after it.
@@ -137,7 +135,7 @@ pub fn run(
         date,
         base: base.map(|b| b.date),
     });
-    Ok((stats, loaded, record))
+    Ok((loaded, record))
 }
 
 /// The friends marker of `namespace` under `output`.
@@ -189,31 +187,4 @@ impl Base {
             counts,
         }))
     }
-}
-
-/// A row of the friends table: `(uid_a, uid_b)` and since.
-type PairRow = ((i64, i64), Option<i64>);
-
-/// The rows of a batch of the friends table.
-fn decode_pairs(batch: &RecordBatch, path: &str) -> Result<Vec<PairRow>> {
-    dataset::friends::check(batch, &dataset::friends::friends_schema(), path)?;
-    let (a, b, since) = dataset::friends::pair_columns(batch);
-    Ok((0..batch.num_rows())
-        .map(|i| {
-            let since = since.is_valid(i).then(|| since.value(i));
-            ((a.value(i), b.value(i)), since)
-        })
-        .collect())
-}
-
-/// The rows of a batch of the counts table: uid → friends.
-fn decode_counts(batch: &RecordBatch, path: &str) -> Result<Vec<(i64, i64)>> {
-    dataset::friends::check(batch, &dataset::friends::counts_schema(), path)?;
-    let (uid, n) = dataset::friends::count_columns(batch);
-    Ok(uid
-        .values()
-        .iter()
-        .copied()
-        .zip(n.values().iter().copied())
-        .collect())
 }

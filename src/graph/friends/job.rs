@@ -10,6 +10,7 @@ use crate::error::{Result, ResultExt};
 use crate::hbase::write::WriteOptions;
 use crate::hdfs::{FileSystems, Location};
 
+use super::carried::{self, Plan};
 use super::hbase::Loaded;
 use super::{FriendsOptions, FriendsStats, FriendsWriter};
 
@@ -24,7 +25,8 @@ pub struct Done {
 /// Computes the friendships of `inputs` into `<output>/friends/dt=<date>/` and
 /// `<output>/friend_counts/dt=<date>/` (of `options.slice`), and into HBase when `hbase`
 /// says where. An input that is a table root reads its committed nights up to `date` only
-/// ([`partition::nights_upto`]), so a rerun of an old date sees that date's history.
+/// ([`partition::nights_upto`]), so a rerun of an old date sees that date's history. A
+/// follows root continues from an earlier night's friendships when it can ([`carried`]).
 pub fn run(
     fs: &FileSystems,
     inputs: &[String],
@@ -34,19 +36,25 @@ pub fn run(
     data_page_version: u8,
     hbase: Option<&WriteOptions>,
 ) -> Result<Done> {
-    let inputs = &partition::nights_upto(fs, inputs, date)?;
+    let nights = &partition::nights_upto(fs, inputs, date)?;
+    let plan = Plan::of(fs, inputs, output, date, options)?;
     let writer = FriendsWriter::create(fs, output, date, options.slice, data_page_version)?;
-    let (stats, loaded, marker) = match hbase {
+    let stats = match plan.as_ref().and_then(|p| p.base.as_ref().map(|b| (p, b))) {
+        Some((plan, base)) => carried::run(fs, plan, base, &writer)
+            .with_context(|| format!("continuing the friends of {}", base.date))?,
+        None => super::run_to(fs, nights, options, &writer).context("computing friends")?,
+    };
+    if let Some(plan) = &plan {
+        writer.record(&plan.record(&stats))?;
+    }
+    let (loaded, marker) = match hbase {
         Some(hbase) => {
-            let (stats, loaded, marker) =
-                super::hbase::run(fs, inputs, options, output, &writer, hbase)
-                    .context("computing friends into HBase")?;
-            (stats, Some(loaded), marker)
+            let (loaded, marker) =
+                super::hbase::load(fs, nights, options.slice, output, &writer, hbase)
+                    .context("writing friends into HBase")?;
+            (Some(loaded), marker)
         }
-        None => {
-            let stats = super::run_to(fs, inputs, options, &writer).context("computing friends")?;
-            (stats, None, None)
-        }
+        None => (None, None),
     };
     let committed = writer.commit().context("writing friends")?;
     if let Some(marker) = marker {

@@ -33,6 +33,7 @@
 //! later of the two follow times when both are known (for an edge crawled several times, its
 //! earliest known time).
 
+mod carried;
 mod codes;
 mod counts;
 pub mod hbase;
@@ -108,6 +109,9 @@ pub struct FriendsStats {
     /// clean's follows) and read in one pass, with no buffer and no sort.
     pub streamed_parts: u32,
     pub dictionary_encoded: bool,
+    /// The night whose friendships this run continued from, with the follows nights since
+    /// (none: a join over every night).
+    pub carried_from: Option<String>,
 }
 
 /// The result: friend pairs sorted by `(uid_a, uid_b)` and per-user counts sorted by uid.

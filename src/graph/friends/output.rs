@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use arrow::array::RecordBatch;
 use parquet::file::properties::WriterProperties;
 
+use super::carried;
 use super::sink::{BatchWriter, FriendsSink};
 use super::Slice;
 use crate::dataset::friends::{counts_schema, friends_schema, COUNTS_TABLE, PAIRS_TABLE};
@@ -124,6 +125,17 @@ impl FriendsWriter {
             Ok(files)
         };
         Ok((files(&self.staged[0])?, files(&self.staged[1])?))
+    }
+
+    /// Writes the run's record beside the friends partition's parts ([`carried::RECORD`]).
+    pub(super) fn record(&self, record: &carried::Record) -> Result<()> {
+        let text = serde_json::to_vec(record).map_err(|e| crate::error::Error::Io {
+            op: "encode",
+            path: carried::RECORD.into(),
+            source: e.into(),
+        })?;
+        let at = self.staged[0].tmp.join(carried::RECORD);
+        self.fs.write_atomic(&at, &text)
     }
 
     /// Commits both partitions; returns where the friends rows are. A run without a pair
