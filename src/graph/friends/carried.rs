@@ -78,7 +78,8 @@ impl Plan {
             return Ok(None);
         }
         let root = fs.parse(input)?;
-        if partition::dated_folders(fs, &root)?.is_empty() {
+        let folder = fs.status(&root)?.is_some_and(|e| e.is_dir);
+        if !folder || partition::dated_folders(fs, &root)?.is_empty() {
             return Ok(None);
         }
         let taken = history::take_history(fs, &root, date)?;
