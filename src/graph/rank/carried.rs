@@ -12,6 +12,10 @@
 //!   newest author of each post they name, in a second pass over the posts' two id columns.
 //! - `friends`: the date's friend counts, as the full pass reads them.
 //!
+//! The state's counts and the friend counts are streamed in uid order (each file is sorted)
+//! into bounded boards ([`TopN`]); the new state is the old one merged with the pairs added,
+//! as it is written ([`Counts::Carried`]).
+//!
 //! Invariants: the boards equal the full pass's ([`super::compute`]) for the same input (the
 //! nightly tests compare them with a full recomputation after every night); memory holds the
 //! nights after the state and the records of the date, so it is taken only when those fit
@@ -21,18 +25,19 @@ use arrow::array::Array;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::state::{self, Followers, Saved};
-use super::{day_of_ms, top, Inputs, Metric, Night, RankOptions, RankStats, Ranking};
+use super::state::{Counts, Followers, Saved};
+use super::top::TopN;
+use super::{day_of_ms, Inputs, Metric, Night, RankOptions, RankStats, Ranking};
 use crate::dataset::columns;
 use crate::dataset::friends::{check, count_columns, counts_schema};
+use crate::dataset::parquet_io::sorted::SortedMerge;
 use crate::dataset::{history, parquet_io};
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems};
 
 /// Bytes a row of the nights after the state may cost (a pair or record in a map, with its
-/// slack), and a user's count in the state (read, and written anew).
+/// slack). The state's counts are streamed, never held.
 const BYTES_PER_FRESH_ROW: u64 = 64;
-const BYTES_PER_COUNT: u64 = 32;
 
 /// Where the follows after `saved` begin, when the state can be carried to `date` within
 /// `budget`; `None`: take the full pass.
@@ -59,9 +64,7 @@ pub(super) fn applies(
         parquet_io::parquet_rows(fs, files)
     };
     let fresh = after(&inputs.follows)? + after(&inputs.posts)? + after(&inputs.comments)?;
-    let held = fresh
-        .saturating_mul(BYTES_PER_FRESH_ROW)
-        .saturating_add(state::rows(fs, saved)?.saturating_mul(BYTES_PER_COUNT));
+    let held = fresh.saturating_mul(BYTES_PER_FRESH_ROW);
     Ok((held <= budget).then_some(split))
 }
 
@@ -82,22 +85,35 @@ pub(super) fn run(
         ..RankStats::default()
     };
     let (added, new_fans) = new_pairs(fs, inputs, date, day, split, &mut stats.follow_rows)?;
-    let counts = merge_counts(state::read(fs, saved)?, &added);
+    let mut added: Vec<(i64, i64)> = added.into_iter().collect();
+    added.sort_unstable();
+    let counts = Counts::Carried {
+        base: saved.files.clone(),
+        added,
+    };
     let day_values = DayValues::read(fs, inputs, day, &mut stats)?;
-    let friends = friend_counts(fs, &inputs.friend_counts, &mut stats.friend_count_rows)?;
 
     let mut boards = Vec::new();
     for &metric in wanted {
-        let candidates: Vec<(i64, i64)> = match metric {
-            Metric::Followers => counts.clone(),
-            Metric::NewFans => positive(&new_fans),
-            Metric::Posts => positive(&day_values.posts),
-            Metric::RepostsReceived => positive(&day_values.reposts_received),
-            Metric::CommentsReceived => positive(&day_values.comments_received),
-            Metric::Friends => friends.clone(),
+        let mut board = TopN::new(top_n);
+        match metric {
+            Metric::Followers => counts.for_each(fs, &mut |uid, n| {
+                board.push(uid, n);
+                Ok(())
+            })?,
+            Metric::NewFans => positive(&new_fans, &mut board),
+            Metric::Posts => positive(&day_values.posts, &mut board),
+            Metric::RepostsReceived => positive(&day_values.reposts_received, &mut board),
+            Metric::CommentsReceived => positive(&day_values.comments_received, &mut board),
+            Metric::Friends => friend_counts(
+                fs,
+                &inputs.friend_counts,
+                &mut stats.friend_count_rows,
+                &mut board,
+            )?,
         };
-        stats.users_ranked.push((metric, candidates.len() as u64));
-        boards.push((metric, top(candidates, top_n)));
+        stats.users_ranked.push((metric, board.pushed));
+        boards.push((metric, board.finish()));
     }
     let taken: Vec<history::Taken> = inputs.follows.iter().map(|n| n.taken.clone()).collect();
     Ok(Ranking {
@@ -111,13 +127,13 @@ pub(super) fn run(
     })
 }
 
-/// The users of `values` with a value above 0.
-fn positive(values: &FxHashMap<i64, i64>) -> Vec<(i64, i64)> {
-    values
-        .iter()
-        .filter(|(_, v)| **v > 0)
-        .map(|(u, v)| (*u, *v))
-        .collect()
+/// The users of `values` with a value above 0, onto `board`.
+fn positive(values: &FxHashMap<i64, i64>, board: &mut TopN) {
+    for (&u, &v) in values {
+        if v > 0 {
+            board.push(u, v);
+        }
+    }
 }
 
 /// One file's `(followee, follower, first day is the date)`, and its rows.
@@ -209,25 +225,6 @@ fn new_pairs(
         }
     }
     Ok((added, new_fans))
-}
-
-/// The state's counts (by uid) with `added` to them, by uid.
-fn merge_counts(old: Vec<(i64, i64)>, added: &FxHashMap<i64, i64>) -> Vec<(i64, i64)> {
-    let mut added: Vec<(i64, i64)> = added.iter().map(|(u, n)| (*u, *n)).collect();
-    added.sort_unstable();
-    let mut counts = Vec::with_capacity(old.len() + added.len());
-    let mut more = added.into_iter().peekable();
-    for (uid, n) in old {
-        while let Some(a) = more.next_if(|a| a.0 < uid) {
-            counts.push(a);
-        }
-        match more.next_if(|a| a.0 == uid) {
-            Some((_, plus)) => counts.push((uid, n + plus)),
-            None => counts.push((uid, n)),
-        }
-    }
-    counts.extend(more);
-    counts
 }
 
 /// The day's values, by user.
@@ -389,49 +386,41 @@ fn newest_authors(
     Ok(authors)
 }
 
-/// The date's friend counts by user (summed over slices), above 0.
-fn friend_counts(fs: &FileSystems, files: &[FileEntry], rows: &mut u64) -> Result<Vec<(i64, i64)>> {
-    let schema = counts_schema();
-    let mut friends: Vec<(i64, i64)> = Vec::new();
-    for f in files {
-        parquet_io::read_parquet_columns(fs, f, &["uid", "friends"], &mut |b| {
-            *rows += b.num_rows() as u64;
-            check(b, &schema, &f.location.to_string())?;
-            let (uid, count) = count_columns(b);
-            friends.extend(
-                uid.values()
-                    .iter()
-                    .copied()
-                    .zip(count.values().iter().copied()),
-            );
-            Ok(())
-        })?;
-    }
-    // A user is in one row of each slice's counts: sum its rows.
-    friends.sort_unstable();
-    let mut summed: Vec<(i64, i64)> = Vec::with_capacity(friends.len());
-    for (u, k) in friends {
-        match summed.last_mut() {
-            Some(last) if last.0 == u => last.1 += k,
-            _ => summed.push((u, k)),
+/// The date's friend counts by user (summed over slices: a user is in one row of each
+/// slice's counts, and each file is sorted by uid), those above 0 onto `board`.
+fn friend_counts(
+    fs: &FileSystems,
+    files: &[FileEntry],
+    rows: &mut u64,
+    board: &mut TopN,
+) -> Result<()> {
+    let decode = |b: &arrow::array::RecordBatch, path: &str| -> Result<Vec<(i64, i64)>> {
+        check(b, &counts_schema(), path)?;
+        let (uid, count) = count_columns(b);
+        Ok(uid
+            .values()
+            .iter()
+            .copied()
+            .zip(count.values().iter().copied())
+            .collect())
+    };
+    let mut merge = SortedMerge::open(fs, files, decode)?;
+    let mut user: Option<(i64, i64)> = None;
+    while let Some((u, k)) = merge.next_row()? {
+        *rows += 1;
+        match &mut user {
+            Some((held, sum)) if *held == u => *sum += k,
+            _ => {
+                if let Some((held, sum)) = user.replace((u, k)) {
+                    if sum > 0 {
+                        board.push(held, sum);
+                    }
+                }
+            }
         }
     }
-    summed.retain(|(_, k)| *k > 0);
-    Ok(summed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_merge_by_uid() {
-        let added: FxHashMap<i64, i64> = [(1, 2), (5, 1), (9, 4)].into_iter().collect();
-        let merged = merge_counts(vec![(3, 1), (5, 2), (7, 1)], &added);
-        assert_eq!(merged, vec![(1, 2), (3, 1), (5, 3), (7, 1), (9, 4)]);
-        assert_eq!(
-            merge_counts(Vec::new(), &added),
-            vec![(1, 2), (5, 1), (9, 4)]
-        );
+    if let Some((held, sum)) = user.filter(|(_, sum)| *sum > 0) {
+        board.push(held, sum);
     }
+    Ok(())
 }

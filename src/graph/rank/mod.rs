@@ -451,7 +451,7 @@ pub fn run(
         state::Followers {
             date: options.date.clone(),
             covered: history::covered(&taken),
-            counts,
+            counts: state::Counts::Held(counts),
         }
     });
     Ok(Ranking {

@@ -15,10 +15,10 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Int64Array, RecordBatch};
+use arrow::array::{Array, AsArray, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
-use crate::dataset::columns;
+use crate::dataset::parquet_io::sorted::SortedMerge;
 use crate::dataset::parquet_io::{self, ParquetWriter};
 use crate::dataset::partition::{self, Staged};
 use crate::dataset::rank::TABLE;
@@ -32,12 +32,73 @@ const NIGHTS: &str = "nights.json";
 const BATCH_ROWS: usize = 64 * 1024;
 
 /// Every user's followers as of `date`, counted from the follows nights `covered`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Followers {
     pub date: String,
     pub covered: Vec<(String, i64)>,
-    /// `(uid, followers)`, sorted by uid, followers above 0.
-    pub counts: Vec<(i64, i64)>,
+    pub counts: Counts,
+}
+
+/// `(uid, followers)`, by uid, followers above 0: held, or an earlier state's with the
+/// followers the nights since add, merged as they are read (never held).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Counts {
+    Held(Vec<(i64, i64)>),
+    Carried {
+        base: Vec<FileEntry>,
+        /// `(uid, followers added)`, by uid.
+        added: Vec<(i64, i64)>,
+    },
+}
+
+impl Counts {
+    /// Hands every `(uid, followers)` to `f`, by uid.
+    pub fn for_each(
+        &self,
+        fs: &FileSystems,
+        f: &mut dyn FnMut(i64, i64) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            Counts::Held(counts) => counts.iter().try_for_each(|&(uid, n)| f(uid, n)),
+            Counts::Carried { base, added } => {
+                let mut merge = SortedMerge::open(fs, base, decode)?;
+                let mut more = added.iter().copied().peekable();
+                while let Some((uid, n)) = merge.next_row()? {
+                    while let Some((a, k)) = more.next_if(|a| a.0 < uid) {
+                        f(a, k)?;
+                    }
+                    match more.next_if(|a| a.0 == uid) {
+                        Some((_, plus)) => f(uid, n + plus)?,
+                        None => f(uid, n)?,
+                    }
+                }
+                more.try_for_each(|(a, k)| f(a, k))
+            }
+        }
+    }
+}
+
+/// The rows of a batch of a state's file read from `path`.
+fn decode(batch: &RecordBatch, path: &str) -> Result<Vec<(i64, i64)>> {
+    let column = |name: &str| {
+        let found = batch
+            .column_by_name(name)
+            .and_then(|c| c.as_primitive_opt());
+        found
+            .filter(|c: &&Int64Array| c.null_count() == 0)
+            .ok_or_else(|| Error::BadInput {
+                path: path.to_string(),
+                line: 0,
+                reason: format!("a followers state needs an int64 column {name:?} without nulls"),
+            })
+    };
+    let (uid, followers) = (column("uid")?, column("followers")?);
+    Ok(uid
+        .values()
+        .iter()
+        .copied()
+        .zip(followers.values().iter().copied())
+        .collect())
 }
 
 /// A committed state, not yet read.
@@ -45,7 +106,7 @@ pub struct Followers {
 pub struct Saved {
     pub date: String,
     pub covered: Vec<(String, i64)>,
-    files: Vec<FileEntry>,
+    pub files: Vec<FileEntry>,
 }
 
 fn schema() -> SchemaRef {
@@ -98,25 +159,6 @@ pub fn is_newest(fs: &FileSystems, output: &Location, date: &str) -> Result<bool
         .is_none_or(|(d, _)| d.as_str() <= date))
 }
 
-/// Reads a state's counts, in its order (by uid).
-pub fn read(fs: &FileSystems, saved: &Saved) -> Result<Vec<(i64, i64)>> {
-    let mut counts = Vec::new();
-    for f in &saved.files {
-        parquet_io::read_parquet_columns(fs, f, &["uid", "followers"], &mut |b| {
-            let uid = columns::ids(f, b, "uid")?;
-            let followers = columns::ids(f, b, "followers")?;
-            counts.extend(
-                uid.values()
-                    .iter()
-                    .copied()
-                    .zip(followers.values().iter().copied()),
-            );
-            Ok(())
-        })?;
-    }
-    Ok(counts)
-}
-
 /// Stages `followers` under `output` for the commit of its night's boards.
 pub fn stage(
     fs: &FileSystems,
@@ -132,7 +174,8 @@ pub fn stage(
             .build();
     let location = staged.tmp.join("part-00000.parquet");
     let mut writer = ParquetWriter::create_staged(fs, &location, schema(), props)?;
-    for chunk in followers.counts.chunks(BATCH_ROWS) {
+    let mut chunk: Vec<(i64, i64)> = Vec::with_capacity(BATCH_ROWS);
+    let mut write = |chunk: &mut Vec<(i64, i64)>| {
         let batch = RecordBatch::try_new(
             schema(),
             vec![
@@ -141,7 +184,18 @@ pub fn stage(
             ],
         )
         .expect("columns of the schema");
-        writer.write(&batch)?;
+        chunk.clear();
+        writer.write(&batch)
+    };
+    followers.counts.for_each(fs, &mut |uid, n| {
+        chunk.push((uid, n));
+        match chunk.len() == BATCH_ROWS {
+            true => write(&mut chunk),
+            false => Ok(()),
+        }
+    })?;
+    if !chunk.is_empty() {
+        write(&mut chunk)?;
     }
     writer.finish()?;
     let nights = serde_json::to_vec(&followers.covered).map_err(|e| Error::Io {
@@ -160,9 +214,4 @@ pub fn prune(fs: &FileSystems, output: &Location) -> Result<()> {
         fs.delete(dir)?;
     }
     Ok(())
-}
-
-/// Rows of a state (from its footers).
-pub fn rows(fs: &FileSystems, saved: &Saved) -> Result<u64> {
-    parquet_io::parquet_rows(fs, &saved.files)
 }

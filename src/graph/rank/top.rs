@@ -40,6 +40,51 @@ pub fn top(mut candidates: Vec<(i64, i64)>, n: usize) -> Vec<Ranked> {
         .collect()
 }
 
+/// The first `n` of candidates pushed one at a time (each uid once), in board order: what
+/// [`top`] gives for the same candidates, holding `n` of them rather than all.
+pub struct TopN {
+    n: usize,
+    /// The worst of those kept on top: `(Reverse(value), id)` is larger when ranked lower.
+    kept: std::collections::BinaryHeap<(std::cmp::Reverse<i64>, i64)>,
+    /// Candidates pushed.
+    pub pushed: u64,
+}
+
+impl TopN {
+    pub fn new(n: usize) -> TopN {
+        TopN {
+            n,
+            kept: std::collections::BinaryHeap::with_capacity(n + 1),
+            pushed: 0,
+        }
+    }
+
+    pub fn push(&mut self, id: i64, value: i64) {
+        self.pushed += 1;
+        let key = (std::cmp::Reverse(value), id);
+        if self.kept.len() < self.n {
+            self.kept.push(key);
+        } else if self.kept.peek().is_some_and(|worst| key < *worst) {
+            self.kept.pop();
+            self.kept.push(key);
+        }
+    }
+
+    /// The board, rank 1 first.
+    pub fn finish(self) -> Vec<Ranked> {
+        self.kept
+            .into_sorted_vec()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (std::cmp::Reverse(value), id))| Ranked {
+                rank: i as u32 + 1,
+                id,
+                value,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +122,26 @@ mod tests {
             let want = naive(candidates.clone(), n);
             let got: Vec<(i64, i64)> = top(candidates, n).iter().map(|r| (r.id, r.value)).collect();
             prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn pushed_one_at_a_time_equals_top(
+            values in proptest::collection::vec(-5i64..20, 0..300),
+            n in 0usize..40,
+        ) {
+            let candidates: Vec<(i64, i64)> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((i as i64 * 7919) % 1009, *v))
+                .collect::<std::collections::BTreeMap<_, _>>()
+                .into_iter()
+                .collect();
+            let mut streamed = TopN::new(n);
+            for &(id, value) in &candidates {
+                streamed.push(id, value);
+            }
+            prop_assert_eq!(streamed.pushed, candidates.len() as u64);
+            prop_assert_eq!(streamed.finish(), top(candidates, n));
         }
 
         #[test]
