@@ -695,3 +695,100 @@ fn a_follow_export_after_a_users_csv_is_read_as_follows_and_leaves_the_profile_i
         "{rejects}"
     );
 }
+
+/// A MatrixMarket file and a `#`-commented edge list clean to the follows the same edges
+/// give in our canonical CSV, and join to the same friends; the report names each reader
+/// and says the ids are the file's own.
+#[test]
+fn matrix_market_and_edge_lists_give_the_follows_and_friends_of_the_same_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let edges: Vec<(i64, i64)> = (1..=40)
+        .flat_map(|a| {
+            [(a, a % 13 + 1), (a % 13 + 1, a)]
+                .into_iter()
+                .take(1 + (a % 3 == 0) as usize)
+        })
+        .filter(|(a, b)| a != b)
+        .collect();
+    let lines = |sep: &str| -> String {
+        edges
+            .iter()
+            .map(|(a, b)| format!("{a}{sep}{b}\n"))
+            .collect()
+    };
+    let inputs = [
+        (
+            "mtx",
+            "graph.mtx",
+            format!(
+                "%%MatrixMarket matrix coordinate pattern general\n% a public graph\n40 40 {}\n{}",
+                edges.len(),
+                lines(" ")
+            ),
+        ),
+        (
+            "edges",
+            "graph.txt",
+            format!("# Directed graph\n# FromNodeId\tToNodeId\n{}", lines("\t")),
+        ),
+        (
+            "csv",
+            "follows.csv",
+            format!(
+                "follower,followee,followed_at,crawl_time\n{}",
+                lines(",").replace('\n', ",,2026-11-29 20:00:00\n")
+            ),
+        ),
+    ];
+    let mut seen = Vec::new();
+    for (name, file, text) in &inputs {
+        let input = dir.path().join(name);
+        fs::create_dir(&input).unwrap();
+        fs::write(input.join(file), text).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let report_path = dir.path().join(format!("{name}.json"));
+        let args = [
+            "--max-reject-ratio",
+            "0",
+            "--report",
+            report_path.to_str().unwrap(),
+        ];
+        let result = clean(&input, &out, &args);
+        assert!(result.status.success(), "{name}: {}", stderr(&result));
+        let follows: BTreeSet<(i64, i64)> = parquet_rows(&out.join(format!("follows/dt={DATE}")))
+            .lines()
+            .map(|l| {
+                let row: Value = serde_json::from_str(l).unwrap();
+                (
+                    row["follower"].as_i64().unwrap(),
+                    row["followee"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let friends = run(bin()
+            .args(["-q", "friends", "--input"])
+            .arg(out.join("follows"))
+            .arg("--output")
+            .arg(&out)
+            .args(["--date", DATE]));
+        assert!(friends.status.success(), "{name}: {}", stderr(&friends));
+        let pairs = parquet_rows(&out.join(format!("friends/dt={DATE}")));
+        let report = report(&report_path);
+        let files = report["clean"]["files"].as_array().unwrap().clone();
+        seen.push((follows, pairs, files));
+    }
+    let want: BTreeSet<(i64, i64)> = edges.iter().copied().collect();
+    for (name, (follows, pairs, _)) in inputs.iter().map(|i| i.0).zip(&seen) {
+        assert_eq!(follows, &want, "{name}");
+        assert_eq!(pairs, &seen[2].1, "{name}");
+        assert!(pairs.lines().count() >= 5, "{pairs}");
+    }
+    for (i, format) in [(0, "matrix-market"), (1, "edge-list")] {
+        let file = &seen[i].2[0];
+        assert_eq!(file["format"], format, "{file}");
+        assert!(
+            file["warnings"][0].as_str().unwrap().contains("own"),
+            "{file}"
+        );
+    }
+}

@@ -41,6 +41,9 @@ pub enum Dialect {
     WeibospiderPosts,
     /// A fork's follow export, `用户id,关注者id,昵称`.
     FollowExport,
+    /// A public graph as a MatrixMarket coordinate file, or a plain `src dst` edge list.
+    MatrixMarket,
+    EdgeList,
 }
 
 impl Dialect {
@@ -63,6 +66,8 @@ impl Dialect {
             Dialect::WeiboCrawlerJson => "weibo-crawler-json",
             Dialect::WeibospiderPosts => "weibospider-posts",
             Dialect::FollowExport => "follow-export",
+            Dialect::MatrixMarket => "matrix-market",
+            Dialect::EdgeList => "edge-list",
         }
     }
 

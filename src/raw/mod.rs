@@ -14,6 +14,7 @@
 
 pub mod aminer;
 pub mod canonical;
+pub mod edge_list;
 pub mod mapping;
 pub mod mediacrawler;
 pub mod nghuyong;
@@ -42,6 +43,11 @@ pub enum Format {
     AminerNetwork,
     /// AMiner's `uidlist.txt`: a lookup table for the network file, no records of its own.
     AminerUidlist,
+    /// A MatrixMarket coordinate file (`.mtx`): follows, one per entry, ids as written.
+    MatrixMarket,
+    /// A whitespace-separated `src dst` list with `#` or `%` comments: follows, ids as
+    /// written.
+    EdgeList,
 }
 
 impl Format {
@@ -52,6 +58,8 @@ impl Format {
             Format::CanonicalJsonl => Dialect::CanonicalJsonl,
             Format::AminerNetwork => Dialect::AminerNetwork,
             Format::AminerUidlist => Dialect::AminerUidlist,
+            Format::MatrixMarket => Dialect::MatrixMarket,
+            Format::EdgeList => Dialect::EdgeList,
         }
     }
 }
@@ -258,6 +266,11 @@ pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
     if base == "uidlist.txt" || base.ends_with("/uidlist.txt") {
         return Some(Format::AminerUidlist);
     }
+    match edge_list::detect(base, sample) {
+        Some(edge_list::Kind::MatrixMarket) => return Some(Format::MatrixMarket),
+        Some(edge_list::Kind::Plain) => return Some(Format::EdgeList),
+        None => {}
+    }
     let first = sample
         .iter()
         .position(|b| !b.is_ascii_whitespace() && *b != 0xef && *b != 0xbb && *b != 0xbf)
@@ -387,6 +400,16 @@ pub fn read_file(
             })
         }
         Some(Format::AminerUidlist) => Ok(None),
+        Some(kind @ (Format::MatrixMarket | Format::EdgeList)) => {
+            let kind = match kind {
+                Format::MatrixMarket => edge_list::Kind::MatrixMarket,
+                _ => edge_list::Kind::Plain,
+            };
+            edge_list::read(reader, kind, &mut emit).map(|w| {
+                warnings = w;
+                None
+            })
+        }
         None => reject_every_line(reader, Reject::UnknownFormat, &mut emit).map(|()| None),
     };
     let (dialect, corrupted) = match read {
