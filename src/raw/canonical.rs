@@ -154,6 +154,9 @@ pub fn read_csv(
             let cell = |i: usize| record.get(i).and_then(|v| std::str::from_utf8(v).ok());
             super::mediacrawler::fix_row(entity, times, &mut raw, &cell);
         }
+        if mapped.dialect == Dialect::WeiboCrawlerPosts {
+            super::weibo_crawler_json::mark_capped_counts(entity, &mut raw);
+        }
         if bad_encoding {
             emit(Item::Rejected {
                 line,
@@ -375,6 +378,26 @@ fn read_json_array(
 mod tests {
     use super::*;
     use crate::dataset::Entity;
+
+    /// weibo-crawler's 1000000 is its capped `100万+`; other counts pass as written.
+    #[test]
+    fn weibo_crawlers_million_is_the_cap() {
+        let header = "id,bid,正文,头条文章url,原始图片url,视频url,位置,日期,工具,点赞数,评论数,\
+                      转发数,话题,@用户,完整日期,是否原创";
+        let row = "4973000000000093,NuD3W003r,破百万,,,,,2026-11-29T17:00:00,iPhone,1000000,\
+                   999999,1000001,,,2026-11-29 17:00:42,True";
+        let items = items_csv(
+            &format!("{header}\n{row}\n"),
+            "/raw/weibo/何炅/1195230310.csv",
+        );
+        let [Item::Record { entity, record, .. }] = &items[..] else {
+            panic!("{items:?}");
+        };
+        let field = |name| record.field(entity.field_index(name).unwrap()).unwrap();
+        assert_eq!(field("attitudes_count"), "100万+");
+        assert_eq!(field("comments_count"), "999999");
+        assert_eq!(field("reposts_count"), "1000001");
+    }
 
     fn items_csv(text: &str, path: &str) -> Vec<Item> {
         let mut out = Vec::new();

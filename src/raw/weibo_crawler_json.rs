@@ -88,6 +88,7 @@ fn weibo_post(post: &Map<String, Value>) -> RawRecord {
     if let Some(t) = created {
         r.set(e, "created_at", t);
     }
+    mark_capped_counts(e, &mut r);
     r
 }
 
@@ -99,6 +100,20 @@ fn fields(entity: Entity, object: &Map<String, Value>, table: &[(&str, &str)]) -
         }
     }
     r
+}
+
+/// weibo-crawler (its CSV and its JSON) turns the API's capped `100万+` into 1000000 (its `string_to_int` appends
+/// `0000` to `100`), so a post count of exactly that is the cap: it is written back as
+/// `100万+`, which the cleaner reads as 1000000 with `counts_capped` (docs/formats.md).
+pub fn mark_capped_counts(entity: Entity, record: &mut RawRecord) {
+    for name in ["reposts_count", "comments_count", "attitudes_count"] {
+        let Some(i) = entity.field_index(name) else {
+            continue;
+        };
+        if record.field(i).is_some_and(|v| v.trim() == "1000000") {
+            record.set_index(i, "100万+");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -141,5 +156,19 @@ mod tests {
             Some("1669879400")
         );
         assert!(map(&obj(r#"{"user":{"id":1},"weibo":{}}"#)).is_none());
+    }
+
+    #[test]
+    fn a_million_is_the_cap() {
+        let records = map(&obj(r#"{"user":{"id":1500000031},
+                "weibo":[{"id":4990000000000003,"user_id":1500000031,"text":"hot",
+                          "created_at":"2026-11-28 10:00:00","attitudes_count":1000000,
+                          "comments_count":1000001,"reposts_count":12}]}"#))
+        .unwrap();
+        let p = Entity::Posts;
+        let count = |name| field(p, &records[1].1, name);
+        assert_eq!(count("attitudes_count").as_deref(), Some("100万+"));
+        assert_eq!(count("comments_count").as_deref(), Some("1000001"));
+        assert_eq!(count("reposts_count").as_deref(), Some("12"));
     }
 }
