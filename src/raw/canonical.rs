@@ -76,7 +76,20 @@ pub fn read_csv(
                         .to_string()
                 })
                 .collect();
-            header = Some((record.clone(), header_mapping(&names, path)));
+            let mapped = header_mapping(&names, path);
+            // A first line no field of which could name a column (numbers and blanks) is a
+            // header-less file's first record: refused with the rest, not eaten as a header.
+            let number = |t: &str| t.parse::<f64>().is_ok();
+            let data = names.iter().all(|n| n.split_ascii_whitespace().all(number));
+            if mapped.is_none() && data {
+                emit(Item::Rejected {
+                    line,
+                    entity: None,
+                    reason: Reject::UnknownFormat,
+                    excerpt: record_excerpt(&record),
+                });
+            }
+            header = Some((record.clone(), mapped));
             continue;
         };
         let Some(mapped) = mapped else {
@@ -397,6 +410,31 @@ mod tests {
         assert_eq!(field("attitudes_count"), "100万+");
         assert_eq!(field("comments_count"), "999999");
         assert_eq!(field("reposts_count"), "1000001");
+    }
+
+    /// A file with no header whose first line is data: every line is a reject, the first too.
+    #[test]
+    fn a_header_less_lists_first_line_is_a_record_refused_like_the_rest() {
+        let items = items_csv(
+            "1669879400,1195230310\n1195230310,1669879400\n",
+            "/raw/x.csv",
+        );
+        let lines: Vec<(u64, Reject)> = items
+            .iter()
+            .map(|i| match i {
+                Item::Rejected { line, reason, .. } => (*line, *reason),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [(1, Reject::UnknownFormat), (2, Reject::UnknownFormat)]
+        );
+        // Numbers apart by blanks (an edge list with no comment) are data too.
+        assert_eq!(items_csv("1 2\n3 4\n", "/raw/x.txt").len(), 2);
+        // A header we do not know is a header: its line is no record.
+        let items = items_csv("a,b\n1,2\n", "/raw/x.csv");
+        assert_eq!(items.len(), 1, "{items:?}");
     }
 
     fn items_csv(text: &str, path: &str) -> Vec<Item> {
