@@ -30,12 +30,13 @@ fn record_excerpt(record: &ByteRecord) -> String {
 }
 
 /// Reads a canonical CSV file.
-/// Returns what the header said the file is (`None` without a header we know).
+/// Returns what the header said the file is (`None` without a header we know), and what the
+/// report should say about the file.
 pub fn read_csv(
     reader: Box<dyn BufRead + Send>,
     path: &str,
     emit: &mut dyn FnMut(Item),
-) -> io::Result<Option<Dialect>> {
+) -> io::Result<(Option<Dialect>, Vec<String>)> {
     // A buffer as large as the one `reader` fills: once it is drained, the parser's refills
     // bypass it and the kernel copies straight into the parser's buffer (with the default
     // 8 KiB, every byte was copied once more between the two).
@@ -50,7 +51,14 @@ pub fn read_csv(
     loop {
         let line = csv.position().line() + 1;
         match csv.read_byte_record(&mut record) {
-            Ok(false) => return Ok(header.and_then(|(_, m)| m).map(|m| m.dialect)),
+            Ok(false) => {
+                let mapped = header.and_then(|(_, m)| m);
+                let dialect = mapped.as_ref().map(|m| m.dialect);
+                return Ok((
+                    dialect,
+                    mapped.and_then(|m| m.warning).into_iter().collect(),
+                ));
+            }
             Ok(true) => {}
             Err(e) => {
                 if let csv::ErrorKind::Io(_) = e.kind() {
@@ -410,6 +418,25 @@ mod tests {
         assert_eq!(field("attitudes_count"), "100万+");
         assert_eq!(field("comments_count"), "999999");
         assert_eq!(field("reposts_count"), "1000001");
+    }
+
+    /// A posts file whose name is no uid says so: its posts have no author.
+    #[test]
+    fn a_posts_file_not_named_by_its_uid_is_reported() {
+        let text = "id,bid,正文,日期,工具,点赞数,评论数,转发数,完整日期\n\
+                    4973000000000093,NuD3W003r,hi,2026-11-29,iPhone,1,2,3,2026-11-29 17:00:42\n";
+        let warnings = |path: &str| {
+            let cursor = Box::new(io::Cursor::new(text.as_bytes().to_vec()));
+            let (dialect, warnings) = read_csv(cursor, path, &mut |_| {}).unwrap();
+            assert_eq!(dialect, Some(Dialect::WeiboCrawlerPosts));
+            warnings
+        };
+        assert!(warnings("/raw/weibo/何炅/1195230310.csv").is_empty());
+        let named = warnings("/raw/weibo/何炅/何炅.csv");
+        assert!(
+            named.len() == 1 && named[0].contains("何炅.csv"),
+            "{named:?}"
+        );
     }
 
     /// A file with no header whose first line is data: every line is a reject, the first too.

@@ -200,6 +200,8 @@ pub struct Mapped {
     pub mediacrawler: Option<CsvTimes>,
     /// What the file is, for the report.
     pub dialect: Dialect,
+    /// What the report should say about the whole file (a uid the path does not give).
+    pub warning: Option<String>,
 }
 
 impl Mapped {
@@ -213,6 +215,7 @@ impl Mapped {
             wider: Vec::new(),
             mediacrawler: None,
             dialect: Dialect::CanonicalCsv,
+            warning: None,
         }
     }
 

@@ -382,7 +382,15 @@ pub fn read_file(
     let mut warnings = Vec::new();
     // What the header or the records said the file is, more precisely than its format.
     let read: io::Result<Option<Dialect>> = match format {
-        Some(Format::CanonicalCsv) => canonical::read_csv(reader, &path_hint, &mut emit),
+        Some(Format::CanonicalCsv) => {
+            canonical::read_csv(reader, &path_hint, &mut emit).map(|(dialect, w)| {
+                for w in &w {
+                    log::warn!("{path_hint}: {w}");
+                }
+                warnings = w;
+                dialect
+            })
+        }
         Some(Format::CanonicalJsonl) => canonical::read_jsonl(reader, &mut emit),
         Some(Format::AminerNetwork) => {
             let uids = aminer_uidlist(fs, file)?;

@@ -88,11 +88,13 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
             }
         }
     }
+    let (constants, warning) = uid_from_path(entity, path);
     Some(Mapped {
         wider,
         short_rows_ok: true,
         dialect: Dialect::WeiboCrawlerPosts,
-        constants: uid_from_path(entity, path),
+        constants,
+        warning,
         ..Mapped::columns(entity, mapping)
     })
 }
@@ -199,19 +201,21 @@ pub fn crawler_other_header(names: &[String]) -> OtherHeader {
     }
 }
 
-fn uid_from_path(entity: Entity, path: &str) -> Vec<(usize, String)> {
-    let stem = path
-        .rsplit('/')
-        .next()
-        .and_then(|f| f.split('.').next())
-        .unwrap_or_default();
+/// The author's uid from a posts file's numeric stem (`<uid>.csv`, as both crawlers name
+/// them), as a constant field; else none, and a warning for the report: the file's posts
+/// then have no author.
+fn uid_from_path(entity: Entity, path: &str) -> (Vec<(usize, String)>, Option<String>) {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let stem = name.split('.').next().unwrap_or_default();
     if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
-        return Vec::new();
+        let warning = format!(
+            "the file name {name:?} is no uid (the crawler names a user's posts <uid>.csv): \
+             its posts have no author"
+        );
+        return (Vec::new(), Some(warning));
     }
-    entity
-        .field_index("uid")
-        .map(|i| vec![(i, stem.to_string())])
-        .unwrap_or_default()
+    let constant = entity.field_index("uid").map(|i| (i, stem.to_string()));
+    (constant.into_iter().collect(), None)
 }
 
 /// Recognises a weiboSpider header; the uid comes from a numeric file stem.
@@ -221,8 +225,10 @@ pub fn header(names: &[String], path: &str) -> Option<Mapped> {
     }
     let entity = Entity::Posts;
     let mapping = Mapped::table_mapping(entity, names, COLUMNS);
+    let (constants, warning) = uid_from_path(entity, path);
     Some(Mapped {
-        constants: uid_from_path(entity, path),
+        constants,
+        warning,
         dialect: Dialect::WeibospiderPosts,
         ..Mapped::columns(entity, mapping)
     })
