@@ -490,9 +490,11 @@ pub fn clean_content(s: &str) -> (Cow<'_, str>, bool) {
         let markers = MARKERS.get_or_init(|| {
             aho_corasick::AhoCorasick::new(DELETED_MARKERS).expect("valid marker patterns")
         });
-        // A repost's own words come before the chain it quotes (`//@name: ...`): a notice
-        // quoted from the original is not this text's, and its words stay.
-        let own = s.find("//@").map_or(s, |i| &s[..i]);
+        // A repost's own words come before the chain it quotes (`//@name: ...`), or before
+        // weiboSpider's `转发内容:` line (`转发理由:<own words>` first): a notice quoted from
+        // the original is not this text's, and its words stay.
+        let quoted = ["//@", "转发内容"].iter().filter_map(|m| s.find(m)).min();
+        let own = quoted.map_or(s, |i| &s[..i]);
         if markers.is_match(own) {
             return (Cow::Borrowed(""), true);
         }
@@ -819,6 +821,9 @@ mod tests {
             clean_content(only_the_chain),
             (only_the_chain.into(), false)
         );
+        // weiboSpider's repost of a deleted original: its own words, then the original's.
+        let spider = "转发理由:说得好\n转发内容: 抱歉，此微博已被作者删除。查看帮助：http://t.cn/x";
+        assert_eq!(clean_content(spider), (spider.into(), false));
         // A notice of its own, before a chain, is still one.
         assert_eq!(
             clean_content("抱歉，此微博已被作者删除 //@某人: 原文"),
