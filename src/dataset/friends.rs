@@ -59,6 +59,33 @@ pub fn count_columns(batch: &RecordBatch) -> (&Int64Array, &Int64Array) {
     )
 }
 
+/// A row of the friends table: `(uid_a, uid_b)` and since.
+pub type PairRow = ((i64, i64), Option<i64>);
+
+/// The rows of a batch of the friends table read from `path` (checked, as [`check`] does).
+pub fn decode_pairs(batch: &RecordBatch, path: &str) -> Result<Vec<PairRow>> {
+    check(batch, &friends_schema(), path)?;
+    let (a, b, since) = pair_columns(batch);
+    Ok((0..batch.num_rows())
+        .map(|i| {
+            let since = arrow::array::Array::is_valid(since, i).then(|| since.value(i));
+            ((a.value(i), b.value(i)), since)
+        })
+        .collect())
+}
+
+/// The rows of a batch of the counts table read from `path`: uid → friends.
+pub fn decode_counts(batch: &RecordBatch, path: &str) -> Result<Vec<(i64, i64)>> {
+    check(batch, &counts_schema(), path)?;
+    let (uid, n) = count_columns(batch);
+    Ok(uid
+        .values()
+        .iter()
+        .copied()
+        .zip(n.values().iter().copied())
+        .collect())
+}
+
 /// Checks that a batch read from `path` has `schema`'s column types, so that
 /// [`pair_columns`] and [`count_columns`] can read it: a file rewritten by another tool is a
 /// `BadInput` naming the file and the column, not a panic.

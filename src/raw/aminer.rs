@@ -70,21 +70,10 @@ pub fn read_network(
     // Sampled arcs: `a << 32 | b`, with the flag in the top bit.
     let mut sample: Vec<u64> = Vec::new();
     let (mut sampled_arcs, mut oversized) = (0u64, false);
-    loop {
-        bytes.clear();
-        if reader.read_until(b'\n', &mut bytes)? == 0 {
-            break;
-        }
-        line += 1;
-        let Ok(buf) = std::str::from_utf8(&bytes) else {
-            emit(Item::Rejected {
-                line,
-                entity: Some(Entity::Follows),
-                reason: Reject::InvalidEncoding,
-                excerpt: excerpt(String::from_utf8_lossy(&bytes).trim_end()),
-            });
-            continue;
-        };
+    while let Some(read) =
+        super::next_text_line(&mut reader, &mut bytes, &mut line, Entity::Follows, emit)?
+    {
+        let Some(buf) = read else { continue };
         let numbers: Option<Vec<u64>> = buf
             .split_ascii_whitespace()
             .map(|t| t.parse().ok())

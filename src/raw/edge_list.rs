@@ -98,21 +98,10 @@ pub fn read(
     // A MatrixMarket file's size line, once read: its entries count.
     let mut entries: Option<Option<u64>> = None;
     let mut read_entries = 0u64;
-    loop {
-        bytes.clear();
-        if reader.read_until(b'\n', &mut bytes)? == 0 {
-            break;
-        }
-        line += 1;
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            emit(Item::Rejected {
-                line,
-                entity: Some(Entity::Follows),
-                reason: Reject::InvalidEncoding,
-                excerpt: excerpt(String::from_utf8_lossy(&bytes).trim_end()),
-            });
-            continue;
-        };
+    while let Some(read) =
+        super::next_text_line(&mut reader, &mut bytes, &mut line, Entity::Follows, emit)?
+    {
+        let Some(text) = read else { continue };
         let t = text.trim();
         if t.starts_with("%%MatrixMarket") {
             both_ways = symmetric(t);

@@ -479,6 +479,34 @@ fn aminer_uidlist(fs: &FileSystems, network: &FileEntry) -> Result<Option<Vec<Op
     Ok(None)
 }
 
+/// Reads the next line of `reader` into `bytes` as text; a line that is not UTF-8 is one
+/// `invalid_encoding` reject of `entity` and comes back as `Some(None)`. `None` at the end.
+pub(crate) fn next_text_line<'a>(
+    reader: &mut dyn BufRead,
+    bytes: &'a mut Vec<u8>,
+    line: &mut u64,
+    entity: Entity,
+    emit: &mut dyn FnMut(Item),
+) -> io::Result<Option<Option<&'a str>>> {
+    bytes.clear();
+    if reader.read_until(b'\n', bytes)? == 0 {
+        return Ok(None);
+    }
+    *line += 1;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(Some(Some(text))),
+        Err(_) => {
+            emit(Item::Rejected {
+                line: *line,
+                entity: Some(entity),
+                reason: Reject::InvalidEncoding,
+                excerpt: excerpt(String::from_utf8_lossy(bytes).trim_end()),
+            });
+            Ok(Some(None))
+        }
+    }
+}
+
 /// Rejects each line of a file that cannot be read as records.
 fn reject_every_line(
     mut reader: Box<dyn BufRead + Send>,

@@ -22,7 +22,7 @@ use super::input::Input;
 use super::sink::{batch_error, FriendsSink, SINK_BATCH};
 use super::{FriendsOptions, FriendsStats, Slice};
 use crate::dataset::friends::{
-    check, count_columns, counts_schema, friends_schema, pair_columns, COUNTS_TABLE, PAIRS_TABLE,
+    counts_schema, decode_counts, decode_pairs, friends_schema, PairRow, COUNTS_TABLE, PAIRS_TABLE,
 };
 use crate::dataset::history::{self, Taken};
 use crate::dataset::parquet_io::sorted::SortedMerge;
@@ -250,7 +250,7 @@ pub(super) fn run(
     stats.distinct_edges = base.record.distinct_edges + added_edges;
     stats.duplicate_edges =
         (stats.edges_read).saturating_sub(stats.distinct_edges + stats.self_edges);
-    let mut rows: Vec<((i64, i64), Option<i64>)> = touched
+    let mut rows: Vec<PairRow> = touched
         .into_iter()
         .filter(|(_, [f, r])| (f.new || f.old) && (r.new || r.old))
         .map(|(key, [f, r])| (key, f.earliest.zip(r.earliest).map(|(a, b)| a.max(b))))
@@ -272,7 +272,7 @@ pub(super) fn run(
 fn write_pairs(
     fs: &FileSystems,
     base: &[FileEntry],
-    rows: &[((i64, i64), Option<i64>)],
+    rows: &[PairRow],
     sink: &dyn FriendsSink,
     written: &mut u64,
 ) -> Result<Vec<i64>> {
@@ -406,31 +406,4 @@ impl<'a> Batcher<'a> {
         self.writer.finish()?;
         Ok(self.written)
     }
-}
-
-/// A row of the friends table: `(uid_a, uid_b)` and since.
-pub(super) type PairRow = ((i64, i64), Option<i64>);
-
-/// The rows of a batch of the friends table read from `path`.
-pub(super) fn decode_pairs(batch: &RecordBatch, path: &str) -> Result<Vec<PairRow>> {
-    check(batch, &friends_schema(), path)?;
-    let (a, b, since) = pair_columns(batch);
-    Ok((0..batch.num_rows())
-        .map(|i| {
-            let since = arrow::array::Array::is_valid(since, i).then(|| since.value(i));
-            ((a.value(i), b.value(i)), since)
-        })
-        .collect())
-}
-
-/// The rows of a batch of the counts table read from `path`: uid → friends.
-pub(super) fn decode_counts(batch: &RecordBatch, path: &str) -> Result<Vec<(i64, i64)>> {
-    check(batch, &counts_schema(), path)?;
-    let (uid, n) = count_columns(batch);
-    Ok(uid
-        .values()
-        .iter()
-        .copied()
-        .zip(n.values().iter().copied())
-        .collect())
 }

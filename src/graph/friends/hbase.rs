@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use crate::dataset::friends::{decode_counts, decode_pairs};
 use crate::dataset::parquet_io;
 use crate::dataset::parquet_io::sorted::{changed_rows, SortedMerge};
 use crate::dataset::{self, partition};
@@ -20,7 +21,6 @@ use crate::hbase::layout::{self, Table};
 use crate::hbase::write::{self, Route, WriteOptions, WriteReport};
 use crate::hdfs::{FileEntry, FileSystems, Location};
 
-use super::carried::{decode_counts, decode_pairs};
 use super::{FriendsWriter, Slice};
 
 /// What a friends run with `--load` wrote into HBase, and against which base.

@@ -29,7 +29,7 @@ use super::state::{Counts, Followers, Saved};
 use super::top::TopN;
 use super::{day_of_ms, Inputs, Metric, Night, RankOptions, RankStats, Ranking};
 use crate::dataset::columns;
-use crate::dataset::friends::{check, count_columns, counts_schema};
+use crate::dataset::friends::decode_counts;
 use crate::dataset::parquet_io::sorted::SortedMerge;
 use crate::dataset::{history, parquet_io};
 use crate::error::Result;
@@ -394,17 +394,7 @@ fn friend_counts(
     rows: &mut u64,
     board: &mut TopN,
 ) -> Result<()> {
-    let decode = |b: &arrow::array::RecordBatch, path: &str| -> Result<Vec<(i64, i64)>> {
-        check(b, &counts_schema(), path)?;
-        let (uid, count) = count_columns(b);
-        Ok(uid
-            .values()
-            .iter()
-            .copied()
-            .zip(count.values().iter().copied())
-            .collect())
-    };
-    let mut merge = SortedMerge::open(fs, files, decode)?;
+    let mut merge = SortedMerge::open(fs, files, decode_counts)?;
     let mut user: Option<(i64, i64)> = None;
     while let Some((u, k)) = merge.next_row()? {
         *rows += 1;

@@ -105,20 +105,24 @@ mod tests {
         assert!(top(vec![(1, 1)], 0).is_empty());
     }
 
+    /// Candidates with distinct ids, shuffled by a multiplier so input order is not id order.
+    fn shuffled(values: &[i64]) -> Vec<(i64, i64)> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ((i as i64 * 7919) % 1009, *v))
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
+            .collect()
+    }
+
     proptest! {
         #[test]
         fn equals_a_full_sort(
             values in proptest::collection::vec(0i64..20, 0..300),
             n in 0usize..40,
         ) {
-            // Distinct ids, shuffled by a multiplier so input order is not id order.
-            let candidates: Vec<(i64, i64)> = values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| ((i as i64 * 7919) % 1009, *v))
-                .collect::<std::collections::BTreeMap<_, _>>()
-                .into_iter()
-                .collect();
+            let candidates = shuffled(&values);
             let want = naive(candidates.clone(), n);
             let got: Vec<(i64, i64)> = top(candidates, n).iter().map(|r| (r.id, r.value)).collect();
             prop_assert_eq!(got, want);
@@ -129,13 +133,7 @@ mod tests {
             values in proptest::collection::vec(-5i64..20, 0..300),
             n in 0usize..40,
         ) {
-            let candidates: Vec<(i64, i64)> = values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| ((i as i64 * 7919) % 1009, *v))
-                .collect::<std::collections::BTreeMap<_, _>>()
-                .into_iter()
-                .collect();
+            let candidates = shuffled(&values);
             let mut streamed = TopN::new(n);
             for &(id, value) in &candidates {
                 streamed.push(id, value);
