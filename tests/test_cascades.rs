@@ -180,6 +180,17 @@ fn generated_cascades_equal_the_truth() {
     }
 }
 
+/// A post as the canonical posts JSON lines write it.
+fn post_line(mid: &str, uid: &str, at: &str, text: &str, retweet: &str) -> String {
+    serde_json::json!({
+        "mid": mid, "bid": "", "uid": uid, "created_at": at, "text": text,
+        "source": "iPhone", "reposts_count": "0", "comments_count": "0",
+        "attitudes_count": "0", "topics": "", "at_users": "", "pics": "",
+        "retweet_mid": retweet, "crawl_time": "2026-11-30 23:20:00"
+    })
+    .to_string()
+}
+
 /// A later night's record of a mid replaces the earlier one: a repost re-crawled as a plain
 /// post leaves its cascade (the repost that named its author falls back to the root), and a
 /// repost re-crawled with another chain hangs under the parent that chain names.
@@ -190,15 +201,7 @@ fn a_later_nights_record_replaces_the_earlier_one() {
     let next = "2026-11-30";
     let night2 = dir.path().join("night2").join("posts");
     std::fs::create_dir_all(&night2).unwrap();
-    let post = |mid: &str, uid: &str, at: &str, text: &str, retweet: &str| {
-        serde_json::json!({
-            "mid": mid, "bid": "", "uid": uid, "created_at": at, "text": text,
-            "source": "iPhone", "reposts_count": "0", "comments_count": "0",
-            "attitudes_count": "0", "topics": "", "at_users": "", "pics": "",
-            "retweet_mid": retweet, "crawl_time": "2026-11-30 23:20:00"
-        })
-        .to_string()
-    };
+    let post = post_line;
     let lines = [
         // 好美 is no longer a repost.
         post(
@@ -311,5 +314,169 @@ fn a_later_nights_record_replaces_the_earlier_one() {
     assert!(
         apart_in_a_round,
         "no run held the two roots apart in one round"
+    );
+}
+
+/// Each night's cascades continue from the night before's (rebuilding the roots the night
+/// touches) and equal a build over every night, rows and figures: through records that
+/// leave, join and move between cascades, a screen name given to another user (which moves
+/// a parent), and a root crawled late.
+#[test]
+fn each_night_continues_from_the_last_and_equals_the_build_over_every_night() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    let night = |date: &str, files: &[(&str, String)]| {
+        let raw = dir.path().join(format!("raw-{date}"));
+        for (name, text) in files {
+            let at = raw.join(name);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::write(at, text).unwrap();
+        }
+        let out = run(bin()
+            .args(["-q", "clean", "--input"])
+            .arg(&raw)
+            .arg("--output")
+            .arg(&clean)
+            .args(["--date", date, "--max-reject-ratio", "0.5"]));
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    // Runs `date` into `graph`; returns its figures and rows.
+    let cascades_of = |graph: &Path, date: &str| {
+        let report = graph.with_extension(format!("{date}.json"));
+        let out = run(bin()
+            .env("RAYON_NUM_THREADS", "2")
+            .args(["-q", "--report"])
+            .arg(&report)
+            .args(["cascades", "--input"])
+            .arg(&clean)
+            .arg("--output")
+            .arg(graph)
+            .args(["--date", date]));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let sorted = |table: &str| {
+            let mut rows: Vec<String> = rows(&graph.join(format!("{table}/dt={date}")))
+                .iter()
+                .map(Value::to_string)
+                .collect();
+            rows.sort();
+            rows
+        };
+        (
+            report["cascades"].clone(),
+            sorted("cascades"),
+            sorted("repost_paths"),
+        )
+    };
+    let graph = dir.path().join("graph");
+    let mut before: Option<&str> = None;
+    let mut check = |date: &'static str| {
+        let (mut figures, cascades, paths) = cascades_of(&graph, date);
+        assert_eq!(
+            figures["carried_from"].as_str(),
+            before,
+            "{date}: {figures}"
+        );
+        before = Some(date);
+        let fresh = dir.path().join(format!("full-{date}"));
+        let (mut full, full_cascades, full_paths) = cascades_of(&fresh, date);
+        assert!(full["carried_from"].is_null(), "{full}");
+        figures["carried_from"] = Value::Null;
+        full["carried_from"] = Value::Null;
+        assert_eq!(figures, full, "{date}: figures");
+        assert_eq!(cascades, full_cascades, "{date}: cascades");
+        assert_eq!(paths, full_paths, "{date}: repost paths");
+        paths
+    };
+    let parent_of = |paths: &[String], mid: i64| {
+        paths
+            .iter()
+            .map(|p| serde_json::from_str::<Value>(p).unwrap())
+            .find(|p| p["mid"] == mid)
+            .map(|p| p["parent_mid"].as_i64().unwrap())
+    };
+    crate::harness::clean_sample(&clean);
+    check(DATE);
+    // 好美 leaves the root's cascade, 围观 names 南山, 转发微博 moves from 999 to 202.
+    night(
+        "2026-11-30",
+        &[(
+            "posts/posts.jsonl",
+            [
+                post_line(
+                    "4974000000000101",
+                    "2100000002",
+                    "2026-11-29 09:00:00",
+                    "好美",
+                    "",
+                ),
+                post_line(
+                    "4974000000000104",
+                    "2100000005",
+                    "2026-11-29 12:00:00",
+                    "围观//@南山:同感",
+                    "4974000000000100",
+                ),
+                post_line(
+                    "4974000000000105",
+                    "2100000003",
+                    "2026-11-29 14:00:00",
+                    "转发微博",
+                    "4974000000000202",
+                ),
+            ]
+            .join("\n")
+                + "\n",
+        )],
+    );
+    let paths = check("2026-11-30");
+    assert_eq!(parent_of(&paths, 4974000000000104), Some(4974000000000102));
+    // Only users: 东篱 takes the name 南山, so 围观 (12:00) now hangs under 东篱's repost
+    // (11:00), though no post of the night is a repost.
+    let users = std::fs::read_to_string(sample_dir().join("cascades/users/users.csv")).unwrap();
+    let header = users.lines().next().unwrap();
+    night(
+        "2026-12-01",
+        &[(
+            "users/users.csv",
+            format!(
+                "{header}\n2100000004,南山,m,浙江,杭州,浙江 杭州,,false,-1,40,60,12,\
+                 2020-09-09 09:09:00,2026-12-01 23:10:00\n"
+            ),
+        )],
+    );
+    let paths = check("2026-12-01");
+    assert_eq!(parent_of(&paths, 4974000000000104), Some(4974000000000103));
+    // The root 202 is crawled, and a new repost names 南山, now 东篱's account (whose old
+    // name no longer finds it).
+    night(
+        "2026-12-02",
+        &[(
+            "posts/posts.jsonl",
+            [
+                post_line(
+                    "4974000000000202",
+                    "2100000001",
+                    "2026-11-28 08:00:00",
+                    "旧帖",
+                    "",
+                ),
+                post_line(
+                    "4974000000000106",
+                    "2100000002",
+                    "2026-11-30 08:00:00",
+                    "再转//@南山:转发",
+                    "4974000000000100",
+                ),
+            ]
+            .join("\n")
+                + "\n",
+        )],
+    );
+    let paths = check("2026-12-02");
+    assert_eq!(
+        parent_of(&paths, 4974000000000106),
+        Some(4974000000000103),
+        "{paths:#?}"
     );
 }

@@ -78,6 +78,14 @@ impl<V> Newest<V> {
         }
     }
 
+    /// A copy of each slot's records as they stand, in slot order.
+    pub fn snapshot(&self) -> Vec<FxHashMap<i64, V>>
+    where
+        V: Clone,
+    {
+        self.slots.iter().map(|m| lock(m).clone()).collect()
+    }
+
     /// Each slot's records, in slot order.
     pub fn into_maps(self) -> Vec<FxHashMap<i64, V>> {
         self.slots

@@ -19,6 +19,7 @@
 //! built whole; every repost record read is placed or counted (`reposts_without_author`);
 //! both tables are committed together, or neither is.
 
+mod carried;
 mod chain;
 mod tree;
 
@@ -95,6 +96,10 @@ pub struct CascadesStats {
     pub max_depth: u32,
     pub partitions: u32,
     pub top: Vec<TopCascade>,
+    /// The night whose cascades this run continued from, rebuilding only those the nights
+    /// since touched (none: a build over every night).
+    #[serde(default)]
+    pub carried_from: Option<String>,
 }
 
 impl CascadesStats {
@@ -143,18 +148,21 @@ fn keep_top(top: &mut Vec<TopCascade>, n: usize) {
     top.truncate(n);
 }
 
-/// The nights the job reads, oldest first: per night, its posts parts then its reposts parts
-/// (two files of one entity and night never hold the same mid); and the users' parts.
+/// The nights the job reads, oldest first: per night (its date), its posts parts then its
+/// reposts parts (two files of one entity and night never hold the same mid); and the users'
+/// parts by night.
 struct Inputs {
-    nights: Vec<Vec<Vec<FileEntry>>>,
-    users: Vec<FileEntry>,
+    nights: Vec<(String, Vec<Vec<FileEntry>>)>,
+    users: Vec<(String, Vec<FileEntry>)>,
     /// Rows with a `retweet_mid`, from the footers: for sizing a partition's map.
     repost_rows: u64,
 }
 
 impl Inputs {
     fn files(&self) -> impl Iterator<Item = &FileEntry> {
-        self.nights.iter().flatten().flatten()
+        self.nights
+            .iter()
+            .flat_map(|(_, groups)| groups.iter().flatten())
     }
 }
 
@@ -166,8 +174,8 @@ fn inputs(fs: &FileSystems, clean: &Location, date: &str) -> Result<Inputs> {
         }
     }
     Ok(Inputs {
-        nights: by_night.into_values().collect(),
-        users: partition::history(fs, clean, "users", date)?,
+        nights: by_night.into_iter().collect(),
+        users: partition::history_nights(fs, clean, "users", date)?,
         repost_rows: 0,
     })
 }
@@ -188,7 +196,9 @@ fn partitions(rows: u64, reposts: u64, budget: u64, threads: usize) -> u32 {
     partition::partitions_in_rounds(bytes, budget, threads, threads as u64)
 }
 
-/// Builds every cascade and writes both tables under `output`; returns what it found.
+/// Builds every cascade and writes both tables under `output`; returns what it found. A
+/// whole run continues from the cascades of an earlier night when it can ([`carried`]) and
+/// records the nights it covered for the next.
 pub fn run(
     fs: &FileSystems,
     clean: &Location,
@@ -203,6 +213,7 @@ pub fn run(
             reason: format!("no committed posts or reposts up to dt={}", options.date),
         });
     }
+    let plan = carried::Plan::of(fs, clean, output, options)?;
     let (mut rows, mut repost_rows) = (0u64, 0u64);
     for f in inputs.files() {
         let file = OpenedParquet::open(fs, f)?;
@@ -224,33 +235,19 @@ pub fn run(
         Staged::of_slice(&output.join(PATHS_TABLE), &dt, slice, &tag),
     ];
     let result = (|| {
-        let bar = crate::progress::count(mine.len() as u64, "cascades");
-        let mut stats = CascadesStats {
-            partitions: n,
-            ..CascadesStats::default()
+        let base = plan.as_ref().and_then(|p| p.base.as_ref());
+        let carried = match base.filter(|b| b.partitions() == n) {
+            Some(base) => carried::run(fs, &inputs, base, n, options, &staged)?,
+            None => None,
         };
-        for round in mine.chunks(threads) {
-            let (reads, rows) = read_round(fs, &inputs, round, n)?;
-            let named = screen_names(fs, &inputs.users, &reads)?;
-            let parts: Vec<CascadesStats> = round
-                .par_iter()
-                .zip(reads)
-                .map(|(&p, read)| {
-                    let built = partition_of(read, &named, options.top);
-                    write_part(fs, &staged, p, &built, options.data_page_version)?;
-                    bar.inc(1);
-                    Ok(built.stats)
-                })
-                .collect::<Result<_>>()?;
-            for part in &parts {
-                stats.add(part);
-            }
-            // Every round reads every row: report the input once.
-            stats.rows_read = rows;
+        let stats = match carried {
+            Some(stats) => stats,
+            None => build_all(fs, &inputs, n, &mine, options, &staged)?,
+        };
+        if let Some(plan) = &plan {
+            plan.write_record(fs, &staged[0], n, &stats)?;
         }
-        bar.finish_and_clear();
         partition::commit(fs, &staged)?;
-        keep_top(&mut stats.top, options.top);
         Ok(stats)
     })();
     if result.is_err() {
@@ -259,7 +256,60 @@ pub fn run(
     result
 }
 
+/// Builds the cascades of partitions `mine` (of `n`) from every night, a round of them at
+/// a time, into `staged`.
+fn build_all(
+    fs: &FileSystems,
+    inputs: &Inputs,
+    n: u32,
+    mine: &[u32],
+    options: &CascadesOptions,
+    staged: &[Staged; 2],
+) -> Result<CascadesStats> {
+    let threads = rayon::current_num_threads().max(1);
+    let bar = crate::progress::count(mine.len() as u64, "cascades");
+    let mut stats = CascadesStats {
+        partitions: n,
+        ..CascadesStats::default()
+    };
+    // The hash spreads the reposts evenly.
+    let share = (inputs.repost_rows / u64::from(n)) as usize;
+    for round in mine.chunks(threads) {
+        let pass = read_pass(
+            fs,
+            inputs,
+            &Watch {
+                slots: round.len(),
+                room: share + share / 16,
+                slot: &|id| slot(round, n, id),
+                split: None,
+                mids: None,
+            },
+        )?;
+        let named = names_of(fs, &inputs.users, &wanted(&pass.reads), None)?.0;
+        let parts: Vec<CascadesStats> = round
+            .par_iter()
+            .zip(pass.reads)
+            .map(|(&p, read)| {
+                let built = partition_of(read, &named, options.top);
+                write_part(fs, staged, p, &built, options.data_page_version)?;
+                bar.inc(1);
+                Ok(built.stats)
+            })
+            .collect::<Result<_>>()?;
+        for part in &parts {
+            stats.add(part);
+        }
+        // Every round reads every row: report the input once.
+        stats.rows_read = pass.rows;
+    }
+    bar.finish_and_clear();
+    keep_top(&mut stats.top, options.top);
+    Ok(stats)
+}
+
 /// A repost as read: its root, author, time and first marker's name.
+#[derive(Clone)]
 struct Read {
     root: i64,
     uid: Option<i64>,
@@ -270,39 +320,66 @@ struct Read {
 
 /// What a round's read gives one of its partitions: its posts (the roots among them) and
 /// the newest record of each repost of its roots.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Reading {
     roots: Roots,
     reposts: FxHashMap<i64, Read>,
 }
 
-/// Reads every posts and reposts file once for the partitions of `round` (of `n`), the files
-/// of a night's entity side by side, each post going to the partition of its mid and each
-/// repost to that of its root; returns each partition's rows, in round order, and the rows
-/// read.
-fn read_round(
-    fs: &FileSystems,
-    inputs: &Inputs,
-    round: &[u32],
-    n: u32,
-) -> Result<(Vec<Reading>, u64)> {
-    // The hash spreads the reposts evenly.
-    let share = (inputs.repost_rows / u64::from(n)) as usize;
-    let reposts = Newest::with_room(round.len(), share + share / 16);
-    let roots: Vec<Mutex<Roots>> = round.iter().map(|_| Mutex::default()).collect();
+/// What a pass over the history looks for: `slots` partitions, `slot` giving an id's (a
+/// post's mid, a repost's root) with room for `room` reposts each; with a `split` (a base's
+/// date), also each slot's reading as of that night; with `mids`, those mids' newest record
+/// up to the split.
+struct Watch<'a> {
+    slots: usize,
+    room: usize,
+    slot: &'a (dyn Fn(i64) -> Option<usize> + Sync),
+    split: Option<&'a str>,
+    mids: Option<&'a FxHashSet<i64>>,
+}
+
+/// What a pass found.
+struct Pass {
+    reads: Vec<Reading>,
+    /// Each slot's reading as of the split's night.
+    before: Option<Vec<Reading>>,
+    /// Of the watched mids, those whose newest record up to the split is a repost without an
+    /// author of a root outside the slots.
+    authorless_elsewhere: u64,
+    rows: u64,
+}
+
+/// Reads every posts and reposts file once for `watch`'s slots, the files of a night's
+/// entity side by side, each post going to the slot of its mid and each repost to that of
+/// its root; returns each slot's rows, in slot order, and the rows read.
+fn read_pass(fs: &FileSystems, inputs: &Inputs, watch: &Watch) -> Result<Pass> {
+    let reposts = Newest::with_room(watch.slots, watch.room);
+    let roots: Vec<Mutex<Roots>> = (0..watch.slots).map(|_| Mutex::default()).collect();
+    let watched: Mutex<FxHashMap<i64, bool>> = Mutex::default();
     let rows = AtomicU64::new(0);
-    for night in &inputs.nights {
-        for group in night {
+    let mut before = None;
+    for (night, groups) in &inputs.nights {
+        let after_split = watch.split.is_some_and(|d| night.as_str() > d);
+        if after_split && before.is_none() {
+            before = Some(readings(
+                roots.iter().map(|r| lock(r).clone()).collect(),
+                reposts.snapshot(),
+            ));
+        }
+        for group in groups {
             let holding = reposts.holding();
             group.par_iter().try_for_each(|f| {
-                let read = read_file(fs, f, &|id| slot(round, n, id), round.len())?;
+                let read = read_file(fs, f, watch)?;
                 rows.fetch_add(read.rows, Ordering::Relaxed);
                 for (part, found) in roots.iter().zip(read.roots) {
                     lock(part).0.extend(found);
                 }
+                if !after_split {
+                    lock(&watched).extend(read.watched);
+                }
                 // By slot, in the order the texts were matched to them.
                 let mut found: Vec<Vec<(i64, Read)>> =
-                    (0..round.len()).map(|_| Vec::new()).collect();
+                    (0..watch.slots).map(|_| Vec::new()).collect();
                 for (s, mid, repost) in read.found {
                     found[s].push((mid, repost));
                 }
@@ -311,44 +388,65 @@ fn read_round(
             })?;
         }
     }
-    let reads = roots
+    if watch.split.is_some() && before.is_none() {
+        before = Some(readings(
+            roots.iter().map(|r| lock(r).clone()).collect(),
+            reposts.snapshot(),
+        ));
+    }
+    let watched = watched.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok(Pass {
+        reads: readings(
+            roots
+                .into_iter()
+                .map(|r| r.into_inner().unwrap_or_else(|p| p.into_inner()))
+                .collect(),
+            reposts.into_maps(),
+        ),
+        before,
+        authorless_elsewhere: watched.values().filter(|&&w| w).count() as u64,
+        rows: rows.into_inner(),
+    })
+}
+
+/// Each slot's roots (sorted, a mid's newest record kept) with its reposts.
+fn readings(roots: Vec<Roots>, reposts: Vec<FxHashMap<i64, Read>>) -> Vec<Reading> {
+    roots
         .into_iter()
-        .zip(reposts.into_maps())
-        .map(|(roots, reposts)| {
-            let mut roots = roots.into_inner().unwrap_or_else(|p| p.into_inner());
+        .zip(reposts)
+        .map(|(mut roots, reposts)| {
             roots.finish();
             Reading { roots, reposts }
         })
-        .collect();
-    Ok((reads, rows.into_inner()))
+        .collect()
 }
 
-/// One file's rows for a round's partitions.
+/// One file's rows for a pass's slots.
 struct FileRead {
     rows: u64,
     /// By slot: the posts whose mid hashes there, with their authors.
     roots: Vec<Vec<(i64, Option<i64>)>>,
-    /// The reposts of the round's roots, with the slot of their root, in row order.
+    /// The reposts of the slots' roots, with the slot of their root, in row order.
     found: Vec<(usize, i64, Read)>,
-    /// Mids whose record here is no repost of a root in the round.
+    /// Mids whose record here is no repost of a root in the slots.
     gone: Vec<i64>,
+    /// The watched mids here, and whether their record is a repost without an author of a
+    /// root outside the slots.
+    watched: Vec<(i64, bool)>,
 }
 
-/// Reads one posts or reposts file for a round of `slots` partitions, `slot` giving an id's.
-/// Its fixed-width columns are read for every row; its text only for the reposts of roots in
-/// the round, the only ones whose markers matter.
-fn read_file(
-    fs: &FileSystems,
-    f: &FileEntry,
-    slot: &dyn Fn(i64) -> Option<usize>,
-    slots: usize,
-) -> Result<FileRead> {
+/// Reads one posts or reposts file for `watch`. Its fixed-width columns are read for every
+/// row; its text only for the reposts of roots in the slots, the only ones whose markers
+/// matter.
+fn read_file(fs: &FileSystems, f: &FileEntry, watch: &Watch) -> Result<FileRead> {
     let file = OpenedParquet::open(fs, f)?;
+    let slot = watch.slot;
     let mut read = FileRead {
         rows: 0,
-        roots: vec![Vec::new(); slots],
+        roots: vec![Vec::new(); watch.slots],
         found: Vec::new(),
         gone: Vec::new(),
+        watched: Vec::new(),
     };
     // Which rows of the file the found reposts are.
     let mut picked: Vec<BooleanArray> = Vec::new();
@@ -367,7 +465,12 @@ fn read_file(
                 read.roots[s].push((m, author));
             }
             let root = columns::opt(rt, i).filter(|&r| r != m);
-            match root.and_then(|r| slot(r).map(|s| (s, r))) {
+            let placed = root.and_then(|r| slot(r).map(|s| (s, r)));
+            if watch.mids.is_some_and(|w| w.contains(&m)) {
+                let elsewhere = root.is_some() && placed.is_none() && author.is_none();
+                read.watched.push((m, elsewhere));
+            }
+            match placed {
                 Some((s, root)) => {
                     let repost = Read {
                         root,
@@ -416,48 +519,124 @@ fn read_file(
     Ok(read)
 }
 
-/// The uid of each screen name the round's markers give, the newest night's holder of each
-/// (the users' files read side by side, their finds taken in file order).
-fn screen_names(
-    fs: &FileSystems,
-    users: &[FileEntry],
-    reads: &[Reading],
-) -> Result<FxHashMap<String, i64>> {
-    let wanted: FxHashSet<&str> = reads
+/// The screen names the reposts of `reads` give in their first markers.
+fn wanted(reads: &[Reading]) -> FxHashSet<String> {
+    reads
         .iter()
-        .flat_map(|r| r.reposts.values().filter_map(|r| r.name.as_deref()))
-        .collect();
-    let mut named: FxHashMap<String, i64> = FxHashMap::default();
-    if wanted.is_empty() {
-        return Ok(named);
-    }
-    let found: Vec<Vec<(String, i64)>> = users
-        .par_iter()
-        .map(|f| {
-            let mut found = Vec::new();
-            parquet_io::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
-                let uid = columns::ids(f, b, "uid")?;
-                let Some(names) = columns::opt_texts(b, "screen_name") else {
-                    return Ok(());
-                };
-                for i in 0..b.num_rows() {
-                    if names.is_valid(i) && wanted.contains(names.value(i)) {
-                        found.push((names.value(i).to_string(), uid.value(i)));
+        .flat_map(|r| r.reposts.values().filter_map(|r| r.name.clone()))
+        .collect()
+}
+
+/// A screen name's holder: the user whose newest record has that name, the newest such
+/// record when two users' do (docs/design/cascades.md). A user who changed names is found
+/// by the new one only, as the compacted history, which keeps each user's newest record,
+/// holds them.
+type Named = FxHashMap<String, i64>;
+
+/// The users' files in reading order, each with its night.
+fn user_files(users: &[(String, Vec<FileEntry>)]) -> Vec<(&str, &FileEntry)> {
+    users
+        .iter()
+        .flat_map(|(night, files)| files.iter().map(move |f| (night.as_str(), f)))
+        .collect()
+}
+
+/// Reads the users' `uid` and `screen_name` columns, a few files at a time (their finds
+/// held no longer), handing each file's rows that `pick` keeps to `take` in file order.
+fn scan_users<T: Send>(
+    fs: &FileSystems,
+    files: &[(&str, &FileEntry)],
+    pick: &(dyn Fn(i64, Option<&str>) -> Option<T> + Sync),
+    take: &mut dyn FnMut(&str, Vec<T>),
+) -> Result<()> {
+    let threads = rayon::current_num_threads().max(1);
+    for chunk in files.chunks(threads) {
+        let found: Vec<Vec<T>> = chunk
+            .par_iter()
+            .map(|(_, f)| {
+                let mut found = Vec::new();
+                parquet_io::read_parquet_columns(fs, f, &["uid", "screen_name"], &mut |b| {
+                    let uid = columns::ids(f, b, "uid")?;
+                    let names = columns::opt_texts(b, "screen_name");
+                    for i in 0..b.num_rows() {
+                        let name = names.filter(|n| n.is_valid(i)).map(|n| n.value(i));
+                        found.extend(pick(uid.value(i), name));
                     }
+                    Ok(())
+                })?;
+                Ok(found)
+            })
+            .collect::<Result<_>>()?;
+        for ((night, _), found) in chunk.iter().zip(found) {
+            take(night, found);
+        }
+    }
+    Ok(())
+}
+
+/// The holder of each screen name of `wanted` that has one; with a `split` (a base's date),
+/// also the holders as of that night. Reads the users twice: for the users who ever had
+/// such a name, then for their newest records.
+fn names_of(
+    fs: &FileSystems,
+    users: &[(String, Vec<FileEntry>)],
+    wanted: &FxHashSet<String>,
+    split: Option<&str>,
+) -> Result<(Named, Named)> {
+    if wanted.is_empty() {
+        return Ok(Default::default());
+    }
+    let files = user_files(users);
+    let mut ever: FxHashSet<i64> = FxHashSet::default();
+    scan_users(
+        fs,
+        &files,
+        &|uid, name| name.filter(|n| wanted.contains(*n)).map(|_| uid),
+        &mut |_, found| ever.extend(found),
+    )?;
+    // Each of them's newest record: its name if wanted, and its place in reading order.
+    type Newest = FxHashMap<i64, (Option<String>, u64)>;
+    let (mut now, mut then): (Newest, Newest) = Default::default();
+    let mut seq = 0u64;
+    scan_users(
+        fs,
+        &files,
+        &|uid, name| {
+            ever.contains(&uid).then(|| {
+                let name = name.filter(|n| wanted.contains(*n)).map(str::to_string);
+                (uid, name)
+            })
+        },
+        &mut |night, found| {
+            let before = split.is_some_and(|d| night <= d);
+            for (uid, name) in found {
+                seq += 1;
+                if before {
+                    then.insert(uid, (name.clone(), seq));
                 }
-                Ok(())
-            })?;
-            Ok(found)
-        })
-        .collect::<Result<_>>()?;
-    named.extend(found.into_iter().flatten());
-    Ok(named)
+                now.insert(uid, (name, seq));
+            }
+        },
+    )?;
+    let holders = |newest: Newest| -> Named {
+        let mut by_name: FxHashMap<String, (u64, i64)> = FxHashMap::default();
+        for (uid, (name, seq)) in newest {
+            if let Some(name) = name {
+                let held = by_name.entry(name).or_insert((seq, uid));
+                if seq > held.0 {
+                    *held = (seq, uid);
+                }
+            }
+        }
+        by_name.into_iter().map(|(n, (_, uid))| (n, uid)).collect()
+    };
+    Ok((holders(now), holders(then)))
 }
 
 /// The posts of a partition (the roots among them) with their authors: pushed as read, then
 /// sorted by mid with each mid's newest record kept (cheaper than a map of every post, of
 /// which only the roots are ever looked up).
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Roots(Vec<(i64, Option<i64>)>);
 
 impl Roots {
@@ -563,11 +742,16 @@ fn write_part(
     built: &Built,
     data_page_version: u8,
 ) -> Result<()> {
+    staged[0].write_part(fs, p, &cascades_batch(&built.cascades), data_page_version)?;
+    staged[1].write_part(fs, p, &paths_batch(&built.placed), data_page_version)
+}
+
+/// Cascades as rows of the cascades table.
+fn cascades_batch(c: &[Cascade]) -> RecordBatch {
     let ts = |v: Vec<i64>| -> ArrayRef {
         Arc::new(TimestampMillisecondArray::from(v).with_timezone("UTC"))
     };
-    let c = &built.cascades;
-    let cascades = RecordBatch::try_new(
+    RecordBatch::try_new(
         cascades_schema(),
         vec![
             Arc::new(Int64Array::from_iter_values(c.iter().map(|c| c.root_mid))),
@@ -582,14 +766,17 @@ fn write_part(
             ts(c.iter().map(|c| c.last_at).collect()),
         ],
     )
-    .expect("columns of the schema");
-    let placed = &built.placed;
+    .expect("columns of the schema")
+}
+
+/// Placed reposts, each with its root, as rows of the repost paths table.
+fn paths_batch(placed: &[(i64, Placed)]) -> RecordBatch {
     let mut paths = ListBuilder::new(Int64Builder::new());
     for (_, p) in placed {
         paths.values().append_slice(&p.path);
         paths.append(true);
     }
-    let repost_paths = RecordBatch::try_new(
+    RecordBatch::try_new(
         paths_schema(),
         vec![
             Arc::new(Int64Array::from_iter_values(
@@ -608,9 +795,7 @@ fn write_part(
             Arc::new(paths.finish()),
         ],
     )
-    .expect("columns of the schema");
-    staged[0].write_part(fs, p, &cascades, data_page_version)?;
-    staged[1].write_part(fs, p, &repost_paths, data_page_version)
+    .expect("columns of the schema")
 }
 
 #[cfg(test)]
