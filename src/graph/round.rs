@@ -78,6 +78,14 @@ impl<V> Newest<V> {
         }
     }
 
+    /// Keeps the `keys` that a slot holds: of a file's keys whose record goes to no slot,
+    /// those whose earlier record must leave (the others need no [`Newest::merge`]). Sound
+    /// while the file's group is merged, since its files hold distinct keys.
+    pub fn retain_held(&self, keys: &mut Vec<i64>) {
+        let maps: Vec<MutexGuard<'_, FxHashMap<i64, V>>> = self.slots.iter().map(lock).collect();
+        keys.retain(|k| maps.iter().any(|m| m.contains_key(k)));
+    }
+
     /// A copy of each slot's records as they stand, in slot order.
     pub fn snapshot(&self) -> Vec<FxHashMap<i64, V>>
     where
@@ -124,9 +132,13 @@ mod tests {
             &[],
             &holding,
         );
-        // Group 2: 1 moves to slot 1, 3 goes nowhere, 2 is not read again.
+        // Group 2: 1 moves to slot 1, 3 goes nowhere, 2 is not read again; of the keys
+        // that go nowhere, only 3 was held.
         let holding = newest.holding();
         assert_eq!(holding, [true, true]);
+        let mut nowhere = vec![7, 3, 9];
+        newest.retain_held(&mut nowhere);
+        assert_eq!(nowhere, [3]);
         newest.merge(vec![vec![], vec![(1, "a2")]], &[3], &holding);
         let maps = newest.into_maps();
         let sorted = |m: &FxHashMap<i64, &'static str>| {

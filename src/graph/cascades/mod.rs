@@ -369,7 +369,7 @@ fn read_pass(fs: &FileSystems, inputs: &Inputs, watch: &Watch) -> Result<Pass> {
         for group in groups {
             let holding = reposts.holding();
             group.par_iter().try_for_each(|f| {
-                let read = read_file(fs, f, watch)?;
+                let read = read_file(fs, f, watch, &|gone| reposts.retain_held(gone))?;
                 rows.fetch_add(read.rows, Ordering::Relaxed);
                 for (part, found) in roots.iter().zip(read.roots) {
                     lock(part).0.extend(found);
@@ -428,7 +428,8 @@ struct FileRead {
     roots: Vec<Vec<(i64, Option<i64>)>>,
     /// The reposts of the slots' roots, with the slot of their root, in row order.
     found: Vec<(usize, i64, Read)>,
-    /// Mids whose record here is no repost of a root in the slots.
+    /// Mids held from an earlier group whose record here is no repost of a root in the
+    /// slots.
     gone: Vec<i64>,
     /// The watched mids here, and whether their record is a repost without an author of a
     /// root outside the slots.
@@ -438,7 +439,15 @@ struct FileRead {
 /// Reads one posts or reposts file for `watch`. Its fixed-width columns are read for every
 /// row; its text only for the reposts of roots in the slots, the only ones whose markers
 /// matter.
-fn read_file(fs: &FileSystems, f: &FileEntry, watch: &Watch) -> Result<FileRead> {
+///
+/// `held` keeps, of a batch's keys that go to no slot, those held from an earlier group:
+/// only they are listed in `gone`, so a file lists no more than the pass holds.
+fn read_file(
+    fs: &FileSystems,
+    f: &FileEntry,
+    watch: &Watch,
+    held: &dyn Fn(&mut Vec<i64>),
+) -> Result<FileRead> {
     let file = OpenedParquet::open(fs, f)?;
     let slot = watch.slot;
     let mut read = FileRead {
@@ -458,6 +467,7 @@ fn read_file(fs: &FileSystems, f: &FileEntry, watch: &Watch) -> Result<FileRead>
         let created = columns::times(f, b, "created_at")?;
         let rt = columns::opt_ids(b, "retweet_mid");
         let mut pick = BooleanBufferBuilder::new(b.num_rows());
+        let mut gone = Vec::new();
         for i in 0..b.num_rows() {
             let m = mid.value(i);
             let author = columns::opt(uid, i);
@@ -482,11 +492,13 @@ fn read_file(fs: &FileSystems, f: &FileEntry, watch: &Watch) -> Result<FileRead>
                     pick.append(true);
                 }
                 None => {
-                    read.gone.push(m);
+                    gone.push(m);
                     pick.append(false);
                 }
             }
         }
+        held(&mut gone);
+        read.gone.extend(gone);
         picked.push(BooleanArray::new(pick.finish(), None));
         Ok(())
     })?;
