@@ -7,7 +7,7 @@ use csv::ByteRecord;
 
 use crate::clean::clean_record;
 use crate::dataset::Entity;
-use crate::raw::canonical::{read_csv, read_jsonl};
+use crate::raw::canonical::{first_record_spans_lines, read_csv, read_jsonl};
 use crate::raw::Item;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -236,9 +236,11 @@ proptest! {
 
     #[test]
     fn jsonl_accounts_for_every_nonblank_line(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
-        // A file opening with `[` is one JSON array (below).
+        // A file opening with `[` is one JSON array, one whose first record spans lines a
+        // stream of records (below).
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace() && !b"\xef\xbb\xbf".contains(b));
         prop_assume!(first != Some(&b'['));
+        prop_assume!(!(first == Some(&b'{') && first_record_spans_lines(&bytes)));
         let items = run_jsonl(&bytes);
         let lines = bytes
             .split(|b| *b == b'\n')
@@ -270,6 +272,36 @@ proptest! {
             prop_assert!(line >= 1 && line <= lines, "line {} of {}", line, lines);
         }
         clean_all(&items);
+    }
+
+    #[test]
+    fn a_stream_of_pretty_values_gives_one_item_per_value(
+        first in proptest::collection::btree_map("[a-z_]{1,8}", leaf(), 1..5),
+        values in proptest::collection::vec(json_value(), 0..12),
+    ) {
+        let mut all = vec![Value::Object(first.into_iter().collect())];
+        all.extend(values);
+        let text: Vec<String> =
+            all.iter().map(|v| serde_json::to_string_pretty(v).unwrap()).collect();
+        let text = text.join("\n");
+        let items = run_jsonl(text.as_bytes());
+        prop_assert_eq!(items.len(), all.len());
+        let lines = text.lines().count() as u64;
+        for item in &items {
+            prop_assert!(item.line() >= 1 && item.line() <= lines, "line {} of {}", item.line(), lines);
+        }
+        clean_all(&items);
+    }
+
+    #[test]
+    fn arbitrary_bytes_after_an_opening_brace_never_panic(
+        bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+    ) {
+        let mut input = b"{\n".to_vec();
+        input.extend(bytes);
+        for item in &run_jsonl(&input) {
+            prop_assert!(item.line() >= 1);
+        }
     }
 
     #[test]

@@ -8,9 +8,14 @@
 //!
 //! Choices (the official readme is not public):
 //! - Each arc is one follows record; a line that does not parse is one `malformed_row`.
-//! - Whether internal ids start at 0 or 1 is taken from the first user line (the lines run
-//!   in id order); an id with no uid at that base is rejected as `unmapped_id`, as is every
-//!   arc when `uidlist.txt` is missing (with a warning naming it).
+//! - Whether internal ids start at 0 or 1 is taken from the ids against `uidlist.txt`'s line
+//!   count n, in a first pass over the file ([`id_base`]): an id n means 1, an id 0 means 0.
+//!   A file with both, with an id past n, or with neither (both bases fit: a guess) is
+//!   refused: every arc is rejected as `unmapped_id`, with a warning saying why. The first
+//!   user line says nothing: users who follow nobody may have no line. An id with no uid at
+//!   the base is rejected as `unmapped_id`, as is every arc when `uidlist.txt` is missing
+//!   (with a warning naming it); it is looked for beside the file, then one folder up (the
+//!   archive's own layout, `weibo_network/weibo_network.txt`).
 //! - The flags are checked, not trusted: arcs whose canonical pair hashes into a sample (1/64
 //!   of pairs for files over 64 MB, else all) are kept (8 bytes each) and, at the end, each
 //!   sampled flag is compared with whether the reverse arc exists; disagreements are
@@ -48,25 +53,93 @@ fn sampled(a: u64, b: u64, every: u64) -> bool {
     crate::hash::bucket(crate::hash::pair(s, l), every) == 0
 }
 
-/// Reads `weibo_network.txt`, one follows record per arc. Returns warnings for the report.
+/// The smallest and largest internal ids of a network file (users and the users they
+/// follow), over its well-formed lines; `None` when it has none.
+pub fn id_range(mut reader: Box<dyn BufRead + Send>) -> io::Result<Option<(u64, u64)>> {
+    let mut range: Option<(u64, u64)> = None;
+    let (mut bytes, mut line) = (Vec::new(), 0u64);
+    while let Some(read) = super::next_text_line(
+        &mut reader,
+        &mut bytes,
+        &mut line,
+        Entity::Follows,
+        &mut |_| {},
+    )? {
+        let Some(buf) = read else { continue };
+        let numbers: Option<Vec<u64>> = buf
+            .split_ascii_whitespace()
+            .map(|t| t.parse().ok())
+            .collect();
+        let Some(numbers) = numbers else { continue };
+        let header = line == 1 && numbers.len() == 2;
+        if header || numbers.len() < 2 || !arcs_fit(numbers.len(), numbers[1]) {
+            continue;
+        }
+        let ids = std::iter::once(numbers[0]).chain(numbers[2..].iter().step_by(2).copied());
+        for id in ids {
+            let (lo, hi) = range.get_or_insert((id, id));
+            (*lo, *hi) = ((*lo).min(id), (*hi).max(id));
+        }
+    }
+    Ok(range)
+}
+
+/// Whether a network's internal ids start at 0 or 1, from their `range` against the `listed`
+/// uids: an id `listed` means 1, an id 0 means 0. Why not, when the ids do not fit the list
+/// or fit it both ways.
+pub fn id_base(range: Option<(u64, u64)>, listed: usize) -> std::result::Result<u64, String> {
+    let n = listed as u64;
+    let Some((lo, hi)) = range else {
+        return Ok(0);
+    };
+    match (lo == 0, hi == n) {
+        _ if hi > n => Err(format!(
+            "ids run to {hi}, past the {n} lines of uidlist.txt: the file is refused"
+        )),
+        (true, true) => Err(format!(
+            "ids run from 0 to {n}, one more than the {n} lines of uidlist.txt: the file is \
+             refused"
+        )),
+        (true, false) => Ok(0),
+        (false, true) => Ok(1),
+        (false, false) => Err(format!(
+            "ids run from {lo} to {hi}, which fits the {n} lines of uidlist.txt counted from 0 \
+             or from 1: the file is refused rather than guessed"
+        )),
+    }
+}
+
+/// Reads `weibo_network.txt`, one follows record per arc, its internal ids mapped through
+/// `uids` (`uidlist.txt`) from `base` ([`id_base`]; an `Err` refuses every arc, saying why).
+/// Returns warnings for the report.
 pub fn read_network(
     mut reader: Box<dyn BufRead + Send>,
-    uids: Option<&[Option<i64>]>,
+    uids: Option<(&[Option<i64>], std::result::Result<u64, String>)>,
     sample_every: u64,
     emit: &mut dyn FnMut(Item),
 ) -> io::Result<Vec<String>> {
     let mut warnings = Vec::new();
-    if uids.is_none() {
-        warnings
-            .push("uidlist.txt not found beside the network file: every arc is unmapped".into());
-    }
-    let uid_of = |internal: u64, base: u64| -> Option<i64> {
+    let (uids, base) = match uids {
+        Some((uids, Ok(base))) => (Some(uids), base),
+        Some((_, Err(why))) => {
+            warnings.push(why);
+            (None, 0)
+        }
+        None => {
+            warnings.push(
+                "uidlist.txt not found beside the network file or one folder up: every arc is \
+                 unmapped"
+                    .into(),
+            );
+            (None, 0)
+        }
+    };
+    let uid_of = |internal: u64| -> Option<i64> {
         let i = internal.checked_sub(base)?;
         uids?.get(i as usize).copied().flatten()
     };
     let mut bytes = Vec::new();
     let mut line = 0u64;
-    let mut base: Option<u64> = None;
     // Sampled arcs: `a << 32 | b`, with the flag in the top bit.
     let mut sample: Vec<u64> = Vec::new();
     let (mut sampled_arcs, mut oversized) = (0u64, false);
@@ -109,10 +182,9 @@ pub fn read_network(
                 continue;
             }
         };
-        let base = *base.get_or_insert(u64::from(follower == 1));
         for j in 0..k as usize {
             let (followee, flag) = (numbers[2 + 2 * j], numbers[3 + 2 * j]);
-            let (Some(a), Some(b)) = (uid_of(follower, base), uid_of(followee, base)) else {
+            let (Some(a), Some(b)) = (uid_of(follower), uid_of(followee)) else {
                 emit(Item::Rejected {
                     line,
                     entity: Some(Entity::Follows),
@@ -140,8 +212,8 @@ pub fn read_network(
             });
         }
     }
-    if let Some(base) = base {
-        log::info!("AMiner internal ids start at {base} (first user line)");
+    if uids.is_some() {
+        log::info!("AMiner internal ids start at {base} (the ids against uidlist.txt)");
     }
     if !oversized && sampled_arcs > 0 {
         let disagree = flag_disagreements(&mut sample);
@@ -183,15 +255,12 @@ fn flag_disagreements(sample: &mut [u64]) -> u64 {
 mod tests {
     use super::*;
 
+    /// Reads `text` as the clean job does: the id base from a first pass, then the arcs.
     fn read(text: &str, uids: Option<&[Option<i64>]>) -> (Vec<Item>, Vec<String>) {
+        let bytes = || Box::new(io::Cursor::new(text.as_bytes().to_vec()));
+        let base = uids.map(|u| id_base(id_range(bytes()).unwrap(), u.len()));
         let mut items = Vec::new();
-        let warnings = read_network(
-            Box::new(io::Cursor::new(text.as_bytes().to_vec())),
-            uids,
-            1,
-            &mut |i| items.push(i),
-        )
-        .unwrap();
+        let warnings = read_network(bytes(), uids.zip(base), 1, &mut |i| items.push(i)).unwrap();
         (items, warnings)
     }
 
@@ -224,9 +293,47 @@ mod tests {
     }
 
     #[test]
+    fn the_base_comes_from_the_ids_against_the_list_not_from_the_first_line() {
+        let uids = [Some(100), Some(200), Some(300)];
+        // 0-based, user 0 follows nobody and has no line: the file starts at 1.
+        let (items, warnings) = read("3 2\n1 1 0 0\n2 1 0 0\n", Some(&uids));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            edges(&items),
+            [("200", "100"), ("300", "100")].map(|(a, b)| (a.into(), b.into()))
+        );
+        // 1-based, user 1 follows nobody: the file starts at 2.
+        let (items, _) = read("3 2\n2 1 1 0\n3 1 1 0\n", Some(&uids));
+        assert_eq!(
+            edges(&items),
+            [("200", "100"), ("300", "100")].map(|(a, b)| (a.into(), b.into()))
+        );
+        // Ids that fit neither base, or both: refused, every arc unmapped, the reason said.
+        for (text, why) in [
+            ("3 1\n0 1 3 0\n", "one more than"),
+            ("3 1\n1 1 4 0\n", "past the 3 lines"),
+            ("3 1\n1 1 2 0\n", "rather than guessed"),
+        ] {
+            let (items, warnings) = read(text, Some(&uids));
+            assert!(edges(&items).is_empty(), "{text}");
+            assert!(
+                items.iter().all(|i| matches!(
+                    i,
+                    Item::Rejected {
+                        reason: Reject::UnmappedId,
+                        ..
+                    }
+                )),
+                "{text}"
+            );
+            assert!(warnings.iter().any(|w| w.contains(why)), "{warnings:?}");
+        }
+    }
+
+    #[test]
     fn bad_lines_and_unknown_ids_are_rejected_with_their_line() {
-        let uids = [Some(100), Some(200)];
-        let (items, warnings) = read("2 2\n0 2 1 1\nx y\n0 1 7 0\n", Some(&uids));
+        // Internal id 1's line of the list is not a uid.
+        let (items, warnings) = read("2 2\n0 2 1 1\nx y\n0 1 1 0\n", Some(&[Some(100), None]));
         let rejects: Vec<(u64, Reject)> = items
             .iter()
             .filter_map(|i| match i {
@@ -244,7 +351,7 @@ mod tests {
         );
         assert!(warnings.is_empty());
         // 0 -> 1 flagged reciprocal, but 1 does not follow 0.
-        let (_, warnings) = read("2 2\n0 1 1 1\n1 0\n", Some(&uids));
+        let (_, warnings) = read("2 2\n0 1 1 1\n1 0\n", Some(&[Some(100), Some(200)]));
         assert!(
             warnings[0].contains("on 1 of 1 sampled arcs"),
             "{warnings:?}"
@@ -273,9 +380,10 @@ mod tests {
         )) {
             let uids = [Some(10), None, Some(30)];
             let mut items = Vec::new();
+            let base = id_base(id_range(Box::new(io::Cursor::new(bytes.clone()))).unwrap(), 3);
             read_network(
                 Box::new(io::Cursor::new(bytes.clone())),
-                Some(&uids),
+                Some((&uids, base)),
                 1,
                 &mut |i| items.push(i),
             )
@@ -328,9 +436,12 @@ mod tests {
             let cut = &sample.as_bytes()[..(sample.len() as f64 * cut) as usize];
             for input in [&bytes[..], cut] {
                 let mut items = Vec::new();
+                let range = id_range(Box::new(io::Cursor::new(input.to_vec())));
+                proptest::prop_assert!(range.is_ok());
+                let base = id_base(range.unwrap(), uids.len());
                 let read = read_network(
                     Box::new(io::Cursor::new(input.to_vec())),
-                    Some(&uids),
+                    Some((&uids, base)),
                     1,
                     &mut |i| items.push(i),
                 );

@@ -235,6 +235,9 @@ pub fn read_jsonl(
     if leading == Some(b'[') {
         return read_json_array(reader, emit);
     }
+    if leading == Some(b'{') && first_record_spans_lines(reader.fill_buf()?) {
+        return read_json_stream(reader, emit);
+    }
     let mut buf = Vec::new();
     let mut line = 0u64;
     let mut dialect = None;
@@ -261,6 +264,59 @@ pub fn read_jsonl(
             dialect.get_or_insert(name);
         }
     }
+}
+
+/// Whether the first record of `buf` (the start of a file) continues past its first line: a
+/// stream of pretty-printed records, `{` then a key per line. A first line that is a whole
+/// record, or broken JSON of its own, is JSON lines; so is a first line longer than `buf`.
+pub(crate) fn first_record_spans_lines(buf: &[u8]) -> bool {
+    let buf = buf.strip_prefix(b"\xef\xbb\xbf").unwrap_or(buf);
+    let mut lines = buf.split(|&b| b == b'\n');
+    let Some(first) = lines.find(|l| !l.iter().all(u8::is_ascii_whitespace)) else {
+        return false;
+    };
+    let ended = first.as_ptr() as usize + first.len() < buf.as_ptr() as usize + buf.len();
+    ended && serde_json::from_slice::<Value>(first).is_err_and(|e| e.is_eof())
+}
+
+/// Reads a stream of JSON records written one after another with no array around them, each
+/// spread over many lines (pretty-printed). Each record is at the line where it ends; a
+/// stream that stops being JSON is one `bad_json` reject at the line where it does, for the
+/// rest of it, as in an array.
+fn read_json_stream(
+    mut reader: Box<dyn BufRead + Send>,
+    emit: &mut dyn FnMut(Item),
+) -> io::Result<Option<Dialect>> {
+    if reader.fill_buf()?.starts_with(b"\xef\xbb\xbf") {
+        reader.consume(3);
+    }
+    let lines = std::rc::Rc::new(std::cell::Cell::new(0));
+    let counted = LineCounter {
+        inner: reader,
+        lines: lines.clone(),
+    };
+    let mut dialect = None;
+    for value in serde_json::Deserializer::from_reader(counted).into_iter::<Value>() {
+        match value {
+            Ok(value) => {
+                let text = value.to_string();
+                if let Some(name) = emit_value(value, lines.get() + 1, &text, emit) {
+                    dialect.get_or_insert(name);
+                }
+            }
+            Err(e) if e.is_io() => return Err(io::Error::other(e)),
+            Err(e) => {
+                emit(Item::Rejected {
+                    line: e.line() as u64,
+                    entity: None,
+                    reason: Reject::BadJson,
+                    excerpt: excerpt(&e.to_string()),
+                });
+                break;
+            }
+        }
+    }
+    Ok(dialect)
 }
 
 /// One JSON record: a record of the entity its keys (or a crawler's shape) name, or a
@@ -655,6 +711,70 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, ["record@2", "BadJson@3", "BadJson@4"]);
+    }
+
+    #[test]
+    fn a_stream_of_pretty_records_reads_as_their_json_lines() {
+        let jsonl = concat!(
+            include_str!("../../sample_data/crawlers/nghuyong/follow_20261129230000.jsonl"),
+            include_str!("../../sample_data/crawlers/nghuyong/tweet_20261129230000.jsonl")
+        );
+        let pretty: Vec<String> = jsonl
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let value: Value = serde_json::from_str(l).unwrap();
+                serde_json::to_string_pretty(&value).unwrap()
+            })
+            .collect();
+        let stream = format!("\u{feff}{}\n", pretty.join("\n"));
+        let records = |items: Vec<Item>| -> Vec<(u64, Entity, RawRecord)> {
+            items
+                .into_iter()
+                .map(|i| match i {
+                    Item::Record {
+                        line,
+                        entity,
+                        record,
+                    } => (line, entity, record),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        let (lines, dialect) = items_jsonl(jsonl);
+        let (streamed, streamed_dialect) = items_jsonl(&stream);
+        assert_eq!(streamed_dialect, dialect);
+        let (lines, streamed) = (records(lines), records(streamed));
+        assert!(lines.len() >= 4, "{lines:?}");
+        let strip = |r: &[(u64, Entity, RawRecord)]| -> Vec<(Entity, RawRecord)> {
+            r.iter().map(|(_, e, r)| (*e, r.clone())).collect()
+        };
+        assert_eq!(strip(&streamed), strip(&lines));
+        // Each record at the line its closing brace is on.
+        let ends: Vec<u64> = stream
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with('}'))
+            .map(|(i, _)| i as u64 + 1)
+            .collect();
+        let at: Vec<u64> = streamed.iter().map(|(line, ..)| *line).collect();
+        assert_eq!(at, ends);
+
+        // Cut short: the records before, then one reject where it stops being JSON.
+        let cut = &stream[..stream.len() - 20];
+        let (items, _) = items_jsonl(cut);
+        let (last, read) = items.split_last().unwrap();
+        assert_eq!(read.len(), lines.len() - 1);
+        assert!(
+            matches!(last, Item::Rejected { reason: Reject::BadJson, line, .. }
+                if *line == cut.lines().count() as u64),
+            "{last:?}"
+        );
+        // A JSON lines file whose first line is broken is still read line by line.
+        let broken = format!("{{\"uid\": 1,,}}\n{jsonl}");
+        let (items, _) = items_jsonl(&broken);
+        assert!(matches!(items[0], Item::Rejected { line: 1, .. }));
+        assert_eq!(items.len(), lines.len() + 1);
     }
 
     #[test]

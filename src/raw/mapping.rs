@@ -41,6 +41,8 @@ pub enum Dialect {
     WeibospiderPosts,
     /// A fork's follow export, `用户id,关注者id,昵称`.
     FollowExport,
+    /// dataabc/weibo-search's keyword results CSV.
+    WeiboSearch,
     /// A public graph as a MatrixMarket coordinate file, or a plain `src dst` edge list.
     MatrixMarket,
     EdgeList,
@@ -66,6 +68,7 @@ impl Dialect {
             Dialect::WeiboCrawlerJson => "weibo-crawler-json",
             Dialect::WeibospiderPosts => "weibospider-posts",
             Dialect::FollowExport => "follow-export",
+            Dialect::WeiboSearch => "weibo-search",
             Dialect::MatrixMarket => "matrix-market",
             Dialect::EdgeList => "edge-list",
         }

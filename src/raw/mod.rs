@@ -394,12 +394,26 @@ pub fn read_file(
         Some(Format::CanonicalJsonl) => canonical::read_jsonl(reader, &mut emit),
         Some(Format::AminerNetwork) => {
             let uids = aminer_uidlist(fs, file)?;
+            // The id base takes a first pass over the file: its ids against the list.
+            let base = match &uids {
+                Some(uids) => {
+                    let (first_pass, _, _) = open_text(fs, file)?;
+                    let range = aminer::id_range(first_pass).map_err(|e| Error::Io {
+                        op: "read",
+                        path: path_hint.clone(),
+                        source: e,
+                    })?;
+                    Some(aminer::id_base(range, uids.len()))
+                }
+                None => None,
+            };
             let every = if file.len < 64 << 20 {
                 1
             } else {
                 aminer::SAMPLE
             };
-            aminer::read_network(reader, uids.as_deref(), every, &mut emit).map(|w| {
+            let ids = uids.as_deref().zip(base);
+            aminer::read_network(reader, ids, every, &mut emit).map(|w| {
                 for w in &w {
                     log::warn!("{path_hint}: {w}");
                 }
@@ -459,12 +473,18 @@ impl Item {
     }
 }
 
-/// The uid list beside an AMiner network file (plain or compressed), if there is one.
+/// The uid list of an AMiner network file (plain or compressed), if there is one: beside it,
+/// else one folder up (the archive unpacks as `uidlist.txt` beside `weibo_network/`).
 fn aminer_uidlist(fs: &FileSystems, network: &FileEntry) -> Result<Option<Vec<Option<i64>>>> {
-    let Some(dir) = network.location.parent() else {
+    let Some(beside) = network.location.parent() else {
         return Ok(None);
     };
-    for name in ["uidlist.txt", "uidlist.txt.gz", "uidlist.txt.zst"] {
+    let up = beside.parent();
+    let names = ["uidlist.txt", "uidlist.txt.gz", "uidlist.txt.zst"];
+    let candidates = std::iter::once(&beside)
+        .chain(up.as_ref())
+        .flat_map(|dir| names.iter().map(move |name| (dir, *name)));
+    for (dir, name) in candidates {
         let location = dir.join(name);
         if let Some(entry) = fs.status(&location)? {
             let (reader, _, _) = open_text(fs, &entry)?;

@@ -135,6 +135,27 @@ const CRAWLER_COMMENT_COLUMNS: &[(&str, &str)] = &[
 /// followee's screen name, not a profile, so it is not read).
 const FOLLOW_EXPORT_COLUMNS: &[(&str, &str)] = &[("用户id", "follower"), ("关注者id", "followee")];
 
+/// dataabc/weibo-search's keyword results (`结果文件/<keyword>/<keyword>.csv`) column →
+/// canonical post field. `id` is the mid, `发布时间` is `YYYY-MM-DD HH:MM`, `微博图片url` a
+/// Python list as text (`['http://…', …]`), `retweet_id` the mid of the reposted post (the
+/// crawler writes that post as a row of its own). `用户昵称` is the author's screen name, not
+/// a profile, so it is not read.
+const SEARCH_COLUMNS: &[(&str, &str)] = &[
+    ("id", "mid"),
+    ("bid", "bid"),
+    ("user_id", "uid"),
+    ("微博正文", "text"),
+    ("艾特用户", "at_users"),
+    ("话题", "topics"),
+    ("转发数", "reposts_count"),
+    ("评论数", "comments_count"),
+    ("点赞数", "attitudes_count"),
+    ("发布时间", "created_at"),
+    ("发布工具", "source"),
+    ("微博图片url", "pics"),
+    ("retweet_id", "retweet_mid"),
+];
+
 /// A CSV layout by the header columns that identify it, all of which a file must have.
 struct Layout {
     entity: Entity,
@@ -144,7 +165,7 @@ struct Layout {
 }
 
 /// weibo-crawler's `users.csv` (every version writes its id, name and three counts), its
-/// comments export, and a fork's follow export. A follow export also has `用户id` and
+/// comments export, a fork's follow export, and weibo-search's results. A follow export also has `用户id` and
 /// `昵称`: read by the nearest layout, its edges would become profiles and overwrite real
 /// ones, so each layout needs all of its evidence.
 const OTHER_LAYOUTS: &[Layout] = &[
@@ -165,6 +186,12 @@ const OTHER_LAYOUTS: &[Layout] = &[
         columns: FOLLOW_EXPORT_COLUMNS,
         evidence: &["用户id", "关注者id"],
         dialect: Dialect::FollowExport,
+    },
+    Layout {
+        entity: Entity::Posts,
+        columns: SEARCH_COLUMNS,
+        evidence: &["用户昵称", "微博正文", "发布时间", "retweet_id"],
+        dialect: Dialect::WeiboSearch,
     },
 ];
 
@@ -266,6 +293,16 @@ mod tests {
         let (entity, _, _) = read("id,weibo_id,created_at,user_screen_name,text").unwrap();
         assert_eq!(entity, Entity::Comments);
 
+        let search = "id,bid,user_id,用户昵称,微博正文,头条文章url,发布位置,艾特用户,话题,转发数,\
+                      评论数,点赞数,发布时间,发布工具,微博图片url,微博视频url,retweet_id";
+        let (entity, dialect, mapping) = read(search).unwrap();
+        assert_eq!((entity, dialect), (Entity::Posts, Dialect::WeiboSearch));
+        let field = |f| Entity::Posts.field_index(f);
+        assert_eq!(mapping[2], field("uid"));
+        assert_eq!(mapping[3], None, "a screen name is no profile");
+        assert_eq!(mapping[12], field("created_at"));
+        assert_eq!(mapping[16], field("retweet_mid"));
+
         // Part of a layout's evidence, or the whole of two: no layout, and no other reader.
         for partial in [
             "用户id,昵称",
@@ -277,10 +314,15 @@ mod tests {
                 "{partial}"
             );
         }
-        // None of it: another reader's file.
-        assert!(matches!(
-            crawler_other_header(&names("uid,screen_name")),
-            OtherHeader::None
-        ));
+        // None of it: another reader's file (MediaCrawler's notes share only generic names).
+        for other in [
+            "uid,screen_name",
+            "note_id,content,create_time,user_id,nickname",
+        ] {
+            assert!(
+                matches!(crawler_other_header(&names(other)), OtherHeader::None),
+                "{other}"
+            );
+        }
     }
 }
