@@ -84,10 +84,13 @@ pub fn id_range(mut reader: Box<dyn BufRead + Send>) -> io::Result<Option<(u64, 
     Ok(range)
 }
 
+/// Where a network's internal ids start (0 or 1), or why the file is refused.
+pub type IdBase = std::result::Result<u64, String>;
+
 /// Whether a network's internal ids start at 0 or 1, from their `range` against the `listed`
 /// uids: an id `listed` means 1, an id 0 means 0. Why not, when the ids do not fit the list
 /// or fit it both ways.
-pub fn id_base(range: Option<(u64, u64)>, listed: usize) -> std::result::Result<u64, String> {
+pub fn id_base(range: Option<(u64, u64)>, listed: usize) -> IdBase {
     let n = listed as u64;
     let Some((lo, hi)) = range else {
         return Ok(0);
@@ -114,7 +117,7 @@ pub fn id_base(range: Option<(u64, u64)>, listed: usize) -> std::result::Result<
 /// Returns warnings for the report.
 pub fn read_network(
     mut reader: Box<dyn BufRead + Send>,
-    uids: Option<(&[Option<i64>], std::result::Result<u64, String>)>,
+    uids: Option<(&[Option<i64>], IdBase)>,
     sample_every: u64,
     emit: &mut dyn FnMut(Item),
 ) -> io::Result<Vec<String>> {
