@@ -157,6 +157,44 @@ fn sample_data_gives_golden_rows_rejects_and_balanced_counts() {
     counts.push_str(&format!("unattributed {}\n", clean["unattributed"]));
     assert_golden("clean/counts.txt", &counts);
 
+    // The same, per file; and the files' figures add up to the entities'.
+    let mut files = String::new();
+    let mut sums = [0u64; 4];
+    let keys = ["records_in", "records_out", "rejected", "duplicates"];
+    for f in clean["files"].as_array().unwrap() {
+        let n = |k: &str| f[k].as_u64().unwrap();
+        assert_eq!(
+            n("records_in"),
+            n("records_out") + n("rejected") + n("duplicates"),
+            "{f}"
+        );
+        for (sum, k) in sums.iter_mut().zip(keys) {
+            *sum += n(k);
+        }
+        let path = f["path"].as_str().unwrap();
+        let path = &path[path.find("sample_data/").unwrap()..];
+        let figures: Vec<String> = keys.iter().map(|k| format!("{k} {}", n(k))).collect();
+        files.push_str(&format!(
+            "{path} {} {} {}\n",
+            f["format"],
+            figures.join(" "),
+            f["rejected_by_reason"]
+        ));
+    }
+    let entities = clean["entities"]
+        .as_object()
+        .unwrap()
+        .values()
+        .chain([&clean["unattributed"]]);
+    let mut totals = [0u64; 4];
+    for c in entities {
+        for (total, k) in totals.iter_mut().zip(keys) {
+            *total += c[k].as_u64().unwrap();
+        }
+    }
+    assert_eq!(sums, totals, "the files' figures against the entities'");
+    assert_golden("clean/files.txt", &files);
+
     // Cleaned rows of every entity, and every reject with its reason, file and line.
     for entity in ["users", "posts", "follows", "comments", "reposts"] {
         let dir = out

@@ -364,6 +364,23 @@ fn clean_through_yarn_equals_the_single_machine_run() {
             .collect()
     };
     assert_eq!(paths(clean), paths(&single["clean"]));
+    // Each file's records are accounted for alike.
+    let figures = |r: &serde_json::Value| -> Vec<String> {
+        let keys = [
+            "records_in",
+            "records_out",
+            "rejected",
+            "duplicates",
+            "rejected_by_reason",
+        ];
+        r["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| keys.map(|k| f[k].to_string()).join(" "))
+            .collect()
+    };
+    assert_eq!(figures(clean), figures(&single["clean"]));
     assert_eq!(
         yarn["yarn"].as_array().unwrap().len(),
         2,

@@ -22,6 +22,17 @@ use crate::dataset::Entity;
 /// Name of the input-order column present only in spilled batches.
 pub const SEQ_COLUMN: &str = "_seq";
 
+/// A record's input position as [`SEQ_COLUMN`] holds it: its file's index in the input, then
+/// its line (lines below 2^40).
+pub fn seq(file_index: usize, line: u64) -> u64 {
+    ((file_index as u64) << 40) | line
+}
+
+/// The input file index of a [`seq`].
+pub fn file_of(seq: u64) -> usize {
+    (seq >> 40) as usize
+}
+
 /// The spill schema: the output schema plus [`SEQ_COLUMN`].
 pub fn spill_schema(entity: Entity) -> SchemaRef {
     let mut fields: Vec<Field> = schema(entity)

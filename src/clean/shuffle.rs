@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use super::columns;
 use super::job::{
-    pass_one, write_entity, CleanOptions, CleanReport, EntityCounts, KnownUsers, Partitions,
-    SpillSet,
+    add_by_file, pass_one, write_entity, CleanOptions, CleanReport, EntityCounts, KnownUsers,
+    Partitions, SpillSet,
 };
 use super::Entity;
 use crate::dataset::slice::Slice;
@@ -155,6 +155,7 @@ pub fn run_reduce(
         .collect();
     let dt = format!("dt={}", options.date);
     let mut entities = BTreeMap::new();
+    let mut kept_by_file = Vec::new();
     for entity in Entity::ALL {
         let parts = Partitions {
             written: &written,
@@ -163,6 +164,7 @@ pub fn run_reduce(
         };
         let dir = output.join(entity.name()).join(&dt);
         let outcome = write_entity(fs, entity, parts, &dir, &known, options.data_page_version)?;
+        add_by_file(&mut kept_by_file, &outcome.kept_by_file);
         entities.insert(
             entity.name().to_string(),
             EntityCounts {
@@ -180,6 +182,7 @@ pub fn run_reduce(
         entities,
         unattributed: EntityCounts::default(),
         files: Vec::new(),
+        kept_by_file,
         bytes_in: 0,
         seconds: started.elapsed().as_secs_f64(),
         mb_per_s: 0.0,
@@ -230,6 +233,9 @@ pub struct SliceCounts {
     pub unattributed: EntityCounts,
     #[serde(default)]
     pub bytes_in: u64,
+    /// The reduces' rows kept, by input file index.
+    #[serde(default)]
+    pub kept_by_file: Vec<u64>,
 }
 
 /// The counts of the whole job from its maps' and reduces' reports: what was read and
@@ -255,6 +261,7 @@ pub fn merge(maps: &[SliceCounts], reduces: &[SliceCounts]) -> SliceCounts {
         }
         add(&mut merged.unattributed, &slice.unattributed);
         merged.bytes_in += slice.bytes_in;
+        add_by_file(&mut merged.kept_by_file, &slice.kept_by_file);
     }
     merged
 }
@@ -281,6 +288,7 @@ mod tests {
             entities: [("users".to_string(), c)].into(),
             unattributed: EntityCounts::default(),
             bytes_in: 0,
+            kept_by_file: Vec::new(),
         };
         let maps = [slice(counts(10, 1, 0, 1)), slice(counts(5, 2, 0, 0))];
         let reduces = [slice(counts(0, 0, 7, 2)), slice(counts(0, 0, 2, 0))];

@@ -205,7 +205,7 @@ fn header_mapping(names: &[String], path: &str) -> Option<Mapped> {
         return posts;
     }
     match super::weibospider::crawler_other_header(names) {
-        OtherHeader::Read(mapped) => return Some(mapped),
+        OtherHeader::Read(mapped) => return Some(*mapped),
         // Partly a crawler's layout: not ours either (docs/formats.md, "Detection").
         OtherHeader::Partial => return None,
         OtherHeader::None => {}

@@ -261,6 +261,9 @@ pub struct CsvTimes {
     pub parent_comment_id: Option<usize>,
     /// The text, which older versions wrote as the API's HTML.
     pub content: Option<usize>,
+    /// A note's id and url: the mid when a spreadsheet mangled the id (`5.2412E+15`).
+    pub note_id: Option<usize>,
+    pub note_url: Option<usize>,
 }
 
 /// A JSON value as a field's text: strings as they are, numbers and booleans written out, a

@@ -206,6 +206,11 @@ pub fn map(object: &Map<String, Value>) -> Option<(Entity, RawRecord)> {
         }
     }
     let text = |k: &str| object.get(k).and_then(value_text);
+    if entity == Entity::Posts {
+        if let Some(mid) = mid_from_url(text("note_id").as_deref(), text("note_url").as_deref()) {
+            r.set(entity, "mid", mid);
+        }
+    }
     if entity != Entity::Users {
         set_created_at(
             entity,
@@ -230,6 +235,8 @@ pub fn header(names: &[String]) -> Option<Mapped> {
         last_modify_ts: column("last_modify_ts"),
         parent_comment_id: column("parent_comment_id"),
         content: column("content"),
+        note_id: column("note_id").filter(|_| entity == Entity::Posts),
+        note_url: column("note_url").filter(|_| entity == Entity::Posts),
     });
     Some(Mapped {
         mediacrawler: times,
@@ -260,6 +267,19 @@ pub fn fix_row<'a>(
     if let Some(text) = get(times.content).and_then(html_text) {
         record.set(entity, "text", text);
     }
+    if let Some(mid) = mid_from_url(get(times.note_id), get(times.note_url)) {
+        record.set(entity, "mid", mid);
+    }
+}
+
+/// The mid in a note's url (`https://m.weibo.cn/detail/<mid>`), when its `note_id` was
+/// mangled by a spreadsheet (`5.2412E+15`: the digits past the fourth are gone, so the id
+/// alone is refused as `lossy_id`). A whole id is kept as it is.
+fn mid_from_url(note_id: Option<&str>, note_url: Option<&str>) -> Option<String> {
+    let lossy = note_id.is_some_and(|id| id.trim().contains(['E', 'e', '.']));
+    let (_, rest) = note_url.filter(|_| lossy)?.split_once("/detail/")?;
+    let mid = rest.split(['/', '?', '#']).next()?.trim();
+    (!mid.is_empty() && mid.bytes().all(|b| b.is_ascii_digit())).then(|| mid.to_string())
 }
 
 #[cfg(test)]
@@ -302,6 +322,35 @@ mod tests {
         assert_eq!(e, Entity::Users);
         assert_eq!(field(e, &r, "followers_count").as_deref(), Some("2万"));
         assert_eq!(field(e, &r, "follow_count").as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn a_note_id_mangled_by_a_spreadsheet_is_recovered_from_its_url() {
+        let url = "https://m.weibo.cn/detail/5241234567890123";
+        assert_eq!(
+            mid_from_url(Some("5.24123E+15"), Some(url)).as_deref(),
+            Some("5241234567890123")
+        );
+        // A whole id stays; a mangled one without a url is left to be refused.
+        assert_eq!(mid_from_url(Some("5241234567890124"), Some(url)), None);
+        assert_eq!(mid_from_url(Some("5.24123E+15"), None), None);
+        assert_eq!(
+            mid_from_url(Some("5.24123E+15"), Some("https://weibo.com/u/1")),
+            None
+        );
+        // A url holding the mangled id itself gives nothing back.
+        let mangled = "https://m.weibo.cn/detail/5.24123E+15";
+        assert_eq!(mid_from_url(Some("5.24123E+15"), Some(mangled)), None);
+        assert_eq!(
+            mid_from_url(Some("5.2E+15"), Some(&format!("{url}?from=page"))).as_deref(),
+            Some("5241234567890123")
+        );
+        let (e, r) = map(&obj(&format!(
+            r#"{{"note_id":"5.24123E+15","note_url":"{url}","content":"x","liked_count":"1",
+                "user_id":"1","last_modify_ts":1733100000000}}"#
+        )))
+        .unwrap();
+        assert_eq!(field(e, &r, "mid").as_deref(), Some("5241234567890123"));
     }
 
     #[test]

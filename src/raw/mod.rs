@@ -114,6 +114,28 @@ pub struct FileSummary {
     /// What the reader noticed about the file as a whole (AMiner flags, a missing uid list).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What became of its records (filled by `clean`).
+    #[serde(flatten)]
+    pub counts: FileCounts,
+}
+
+/// What became of one file's records: `records_in == records_out + rejected + duplicates`,
+/// as for an entity (docs/formats.md, "Per-file accounting").
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct FileCounts {
+    pub records_in: u64,
+    pub records_out: u64,
+    pub rejected: u64,
+    pub rejected_by_reason: std::collections::BTreeMap<String, u64>,
+    /// Records that lost to a newer record of their key, and repeated header rows.
+    pub duplicates: u64,
+}
+
+impl FileCounts {
+    /// Whether every record is accounted for.
+    pub fn balances(&self) -> bool {
+        self.records_in == self.records_out + self.rejected + self.duplicates
+    }
 }
 
 /// The compression a file's name says (`gzip`, `zstd` or `none`), and the name without its
@@ -324,6 +346,7 @@ pub fn read_file(
         skipped: None,
         corrupt: None,
         warnings: Vec::new(),
+        counts: FileCounts::default(),
     };
     // The last line handed over, for where a corrupt stream broke off.
     let last_line = std::cell::Cell::new(0u64);

@@ -198,7 +198,7 @@ const OTHER_LAYOUTS: &[Layout] = &[
 /// Which of [`OTHER_LAYOUTS`] a header has all the evidence of, and whether it only partly
 /// fits one (some of a layout's evidence, or the whole evidence of two).
 pub enum OtherHeader {
-    Read(Mapped),
+    Read(Box<Mapped>),
     /// Not one of these layouts: another reader may take it.
     None,
     /// Partly one of these, or two at once: no reader may take it (`unknown_format`).
@@ -215,13 +215,13 @@ pub fn crawler_other_header(names: &[String]) -> OtherHeader {
         .filter(|l| l.evidence.iter().all(has))
         .collect();
     match whole[..] {
-        [layout] => OtherHeader::Read(Mapped {
+        [layout] => OtherHeader::Read(Box::new(Mapped {
             dialect: layout.dialect,
             ..Mapped::columns(
                 layout.entity,
                 Mapped::table_mapping(layout.entity, names, layout.columns),
             )
-        }),
+        })),
         [] if OTHER_LAYOUTS.iter().any(|l| l.evidence.iter().any(has)) => OtherHeader::Partial,
         [] => OtherHeader::None,
         _ => OtherHeader::Partial,

@@ -195,6 +195,7 @@ fn run_clean(s: &Submission<'_>, spec: TaskSpec, output: &Location) -> Result<Ou
         entities: read.entities.clone(),
         unattributed: read.unattributed.clone(),
         files: Vec::new(),
+        kept_by_file: Vec::new(),
         bytes_in: read.bytes_in,
         seconds: 0.0,
         mb_per_s: 0.0,
@@ -214,6 +215,7 @@ fn run_clean(s: &Submission<'_>, spec: TaskSpec, output: &Location) -> Result<Ou
     };
     let (reduce_job, reduce_out, reduces) = s.phase(&reduce_spec, "reduce")?;
     let merged = shuffle::merge(&map_counts, &clean_counts(&reduces)?);
+    let merged_kept = merged.kept_by_file;
     whole.entities = merged.entities;
     whole.unattributed = merged.unattributed;
     if !whole.balances() {
@@ -240,6 +242,14 @@ fn run_clean(s: &Submission<'_>, spec: TaskSpec, output: &Location) -> Result<Ou
         .flat_map(|m| m["clean"]["files"].as_array().cloned().unwrap_or_default())
         .collect();
     files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    // The reduces counted the rows kept by input file index, the order above.
+    for (i, file) in files.iter_mut().enumerate() {
+        let kept = merged_kept.get(i).copied().unwrap_or(0);
+        let count = |k: &str| file[k].as_u64().unwrap_or(0);
+        let duplicates = count("records_in").saturating_sub(count("rejected") + kept);
+        file["records_out"] = Value::from(kept);
+        file["duplicates"] = Value::from(duplicates);
+    }
     report["files"] = Value::from(files);
     let slices = maps.into_iter().chain(reduces).collect();
     Ok(Outcome {

@@ -31,7 +31,7 @@ use serde::Serialize;
 
 pub use pass_one::default_key_partitions;
 pub(super) use pass_one::{key_partitions, pass_one};
-pub(super) use pass_two::{write_entity, KnownUsers, Partitions};
+pub(super) use pass_two::{add_by_file, write_entity, KnownUsers, Partitions};
 pub(super) use spill_set::SpillSet;
 
 use super::Entity;
@@ -96,6 +96,9 @@ pub struct CleanReport {
     /// Records whose entity could not be told (unknown formats or records): all rejected.
     pub unattributed: EntityCounts,
     pub files: Vec<FileSummary>,
+    /// A reduce slice's rows kept, by input file index (one run counts them into `files`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept_by_file: Vec<u64>,
     pub bytes_in: u64,
     pub seconds: f64,
     pub mb_per_s: f64,
@@ -106,12 +109,24 @@ pub struct CleanReport {
 }
 
 impl CleanReport {
-    /// True when every entity satisfies `records_in == records_out + rejected + duplicates`.
+    /// True when every entity, and every file, satisfies `records_in == records_out +
+    /// rejected + duplicates`.
     pub fn balances(&self) -> bool {
         self.entities
             .values()
             .chain(std::iter::once(&self.unattributed))
             .all(|c| c.records_in == c.records_out + c.rejected + c.duplicates)
+            && self.files.iter().all(|f| f.counts.balances())
+    }
+
+    /// Once each file's rows kept are counted, its duplicates are the rest: its records
+    /// neither rejected nor kept lost to a newer record of their key, or were repeated
+    /// headers (counted as they were read).
+    pub fn settle_files(&mut self) {
+        for f in &mut self.files {
+            let c = &mut f.counts;
+            c.duplicates = c.records_in.saturating_sub(c.rejected + c.records_out);
+        }
     }
 }
 
@@ -199,7 +214,12 @@ pub fn run(
             counts.duplicates += outcome.duplicates;
             counts.dangling = outcome.dangling;
             counts.without_author = outcome.without_author;
+            // One run reads file `i` as input `i`: its summary is the `i`-th.
+            for (file, kept) in report.files.iter_mut().zip(&outcome.kept_by_file) {
+                file.counts.records_out += kept;
+            }
         }
+        report.settle_files();
         // Rejects of the run, committed like a partition. Per-file reject logs are
         // concatenated in input order: the same input gives the same file.
         let stage = Staged::new(&output.join("_rejects"), &dt, &tag);

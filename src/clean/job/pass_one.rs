@@ -25,7 +25,7 @@ use crate::clean::{clean_record, Cleaned, Entity, RawRecord, Reject, Row};
 use crate::dataset::follows;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
-use crate::raw::{self, FileSummary, Item};
+use crate::raw::{self, FileCounts, FileSummary, Item};
 
 /// Records cleaned and spilled together: enough to spread over both cores and to give each
 /// spill partition a run of rows per lock; much larger chunks make the reader and the
@@ -161,6 +161,7 @@ pub(in crate::clean) fn pass_one(
         entities: BTreeMap::new(),
         unattributed: EntityCounts::default(),
         files: summaries,
+        kept_by_file: Vec::new(),
         bytes_in,
         seconds: 0.0,
         mb_per_s: 0.0,
@@ -240,20 +241,26 @@ fn read_one(
             summary
         });
         let mut failure = None;
+        let mut tally = FileCounts::default();
         for chunk in rx {
             if failure.is_none() {
-                if let Err(e) =
-                    process_chunk(&chunk, index, &path, options, spill, counters, &mut rejects)
-                {
+                let file = FileTally {
+                    index,
+                    path: &path,
+                    rejects: &mut rejects,
+                    counts: &mut tally,
+                };
+                if let Err(e) = process_chunk(&chunk, file, options, spill, counters) {
                     failure = Some(e);
                 }
             }
             // Once the reader is done, the last chunks are freed here.
             let _ = used_tx.send(chunk);
         }
-        let summary = reader
+        let mut summary = reader
             .join()
             .map_err(|_| Error::Cluster(format!("reader thread of {path} panicked")))??;
+        summary.counts = tally;
         if let Some(e) = failure {
             return Err(e);
         }
@@ -264,16 +271,36 @@ fn read_one(
     })
 }
 
+/// The file a chunk is of: its place in the input, its path, its reject log, and its counts
+/// so far (its rows kept are counted in pass 2).
+struct FileTally<'a> {
+    index: usize,
+    path: &'a str,
+    rejects: &'a mut BufWriter<File>,
+    counts: &'a mut FileCounts,
+}
+
+impl FileTally<'_> {
+    fn reject(&mut self, reason: Reject) {
+        self.counts.rejected += 1;
+        *self
+            .counts
+            .rejected_by_reason
+            .entry(reason.code().to_string())
+            .or_default() += 1;
+    }
+}
+
 /// Counts, cleans (in parallel) and spills one chunk of a file's items.
 fn process_chunk(
     chunk: &[Item],
-    index: usize,
-    path: &str,
+    file: FileTally<'_>,
     options: &CleanOptions,
     spill: &SpillSet,
     counters: &HashMap<Option<Entity>, Counters>,
-    rejects: &mut BufWriter<File>,
 ) -> Result<()> {
+    let mut file = file;
+    let (index, path) = (file.index, file.path);
     type Outcome<'a> = Option<(
         u64,
         Entity,
@@ -306,6 +333,7 @@ fn process_chunk(
     // Row indices per entity and spill partition, at `entity index * partitions + partition`.
     let partitions = spill.partitions;
     let mut groups: Vec<Vec<u32>> = vec![Vec::new(); Entity::ALL.len() * partitions];
+    file.counts.records_in += chunk.len() as u64;
     for (i, (item, outcome)) in chunk.iter().zip(&cleaned).enumerate() {
         match (item, outcome) {
             (Item::Record { record, .. }, Some((line, entity, result))) => {
@@ -318,8 +346,9 @@ fn process_chunk(
                     }
                     Err(reason) => {
                         counters[&Some(*entity)].reject(*reason);
+                        file.reject(*reason);
                         write_reject(
-                            rejects,
+                            file.rejects,
                             Some(*entity),
                             *reason,
                             path,
@@ -340,11 +369,13 @@ fn process_chunk(
             ) => {
                 records_in[slot(*entity)] += 1;
                 counters[entity].reject(*reason);
-                write_reject(rejects, *entity, *reason, path, *line, excerpt)?;
+                file.reject(*reason);
+                write_reject(file.rejects, *entity, *reason, path, *line, excerpt)?;
             }
             (Item::RepeatedHeader { entity, .. }, _) => {
                 records_in[slot(Some(*entity))] += 1;
                 repeated_headers[slot(Some(*entity))] += 1;
+                file.counts.duplicates += 1;
             }
             (Item::Record { .. }, None) => unreachable!("every record was cleaned"),
         }
@@ -369,7 +400,7 @@ fn process_chunk(
                 .iter()
                 .map(|&i| match &cleaned[i as usize] {
                     Some((line, _, Ok((_, cleaned)))) => {
-                        (((index as u64) << 40) | line, &cleaned.row)
+                        (crate::clean::columns::seq(index, *line), &cleaned.row)
                     }
                     _ => unreachable!("only cleaned rows are grouped"),
                 })

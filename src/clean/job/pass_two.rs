@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::arrow_err;
 use super::pass_one::partition_of;
-use crate::clean::columns::SEQ_COLUMN;
+use crate::clean::columns::{self, SEQ_COLUMN};
 use crate::clean::Entity;
 use crate::dataset::parquet_io;
 use crate::dataset::{follows, schema};
@@ -40,6 +40,8 @@ fn gather_rows(rows: usize) -> usize {
 #[derive(Default)]
 struct PartOutcome {
     kept: u64,
+    /// Rows kept, by input file index.
+    kept_by_file: Vec<u64>,
     duplicates: u64,
     dangling: u64,
     without_author: u64,
@@ -49,6 +51,8 @@ struct PartOutcome {
 
 pub(in crate::clean) struct EntityOutcome {
     pub rows_out: u64,
+    /// Rows kept, by input file index (the files' share of `rows_out`).
+    pub kept_by_file: Vec<u64>,
     pub duplicates: u64,
     pub dangling: u64,
     pub without_author: u64,
@@ -126,6 +130,7 @@ pub(in crate::clean) fn write_entity(
             writer.finish()?;
             Ok(PartOutcome {
                 kept,
+                kept_by_file: winners.kept_by_file(),
                 duplicates: total - kept,
                 dangling,
                 without_author,
@@ -135,6 +140,7 @@ pub(in crate::clean) fn write_entity(
         .collect::<Result<_>>()?;
     let mut outcome = EntityOutcome {
         rows_out: 0,
+        kept_by_file: Vec::new(),
         duplicates: 0,
         dangling: 0,
         without_author: 0,
@@ -145,12 +151,23 @@ pub(in crate::clean) fn write_entity(
     // Partition p's keys at index p: users' keys are (uid, 0), hashed as `contains` does.
     for (&p, part) in parts.written.iter().zip(written) {
         outcome.rows_out += part.kept;
+        add_by_file(&mut outcome.kept_by_file, &part.kept_by_file);
         outcome.duplicates += part.duplicates;
         outcome.dangling += part.dangling;
         outcome.without_author += part.without_author;
         outcome.keys.by_partition[p] = part.keys;
     }
     Ok(outcome)
+}
+
+/// Adds counts by file index into `into`, growing it as needed.
+pub(in crate::clean) fn add_by_file(into: &mut Vec<u64>, more: &[u64]) {
+    if into.len() < more.len() {
+        into.resize(more.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(more) {
+        *a += b;
+    }
 }
 
 /// Which key partitions of an entity a pass 2 writes, and where their rows come from.
@@ -191,6 +208,34 @@ impl Winners {
             Winners::Gathered { rows, .. } => rows.len(),
             Winners::Follows(rows) => rows.len(),
         }
+    }
+
+    /// How many of the winners each input file gave, by file index (their sequence numbers
+    /// say which).
+    fn kept_by_file(&self) -> Vec<u64> {
+        let mut by_file: Vec<u64> = Vec::new();
+        let mut add = |seq: u64| {
+            let file = columns::file_of(seq);
+            if by_file.len() <= file {
+                by_file.resize(file + 1, 0);
+            }
+            by_file[file] += 1;
+        };
+        match self {
+            Winners::Follows(rows) => rows.iter().for_each(|r| add(r.seq.0)),
+            Winners::Gathered { batches, rows } => {
+                let seqs: Vec<&arrow::array::UInt64Array> = batches
+                    .iter()
+                    .map(|b| {
+                        b.column_by_name(SEQ_COLUMN)
+                            .expect("spilled batches have their sequence")
+                            .as_primitive::<UInt64Type>()
+                    })
+                    .collect();
+                rows.iter().for_each(|&(b, i)| add(seqs[b].value(i)));
+            }
+        }
+        by_file
     }
 
     /// The winners at `range`, in the output schema (the spill's sequence column left behind).

@@ -404,7 +404,12 @@ impl Post<'_> {
                         "comments_count": "0",
                         "shared_count": "0",
                         "last_modify_ts": self.crawl * 1000,
-                        "note_url": format!("https://m.weibo.cn/detail/{}", self.mid),
+                        // The url keeps the whole mid where a spreadsheet mangled the id.
+                        "note_url": format!(
+                            "https://m.weibo.cn/detail/{}",
+                            crate::field_rules::bid_to_mid(self.bid)
+                                .map_or_else(|_| self.mid.to_string(), |m| m.to_string())
+                        ),
                         "ip_location": "发布于 北京",
                         "user_id": self.uid.to_string(),
                         "source_keyword": self.topics,

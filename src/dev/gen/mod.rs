@@ -776,6 +776,12 @@ fn write_posts(out_ctx: &OutCtx<'_>, w: &World<'_>) -> Result<Written> {
                         post.bid = &other_bid;
                         *t.rejected.entry("bad_time".into()).or_default() += 1;
                     }
+                    // MediaCrawler's note_url keeps the mid: the cleaner takes it from there,
+                    // and the record is a copy of the post.
+                    _ if format == OutFormat::MediaCrawler => {
+                        post.mid = &lossy;
+                        t.duplicates += 1;
+                    }
                     _ => {
                         post.mid = &lossy;
                         *t.rejected.entry("lossy_id".into()).or_default() += 1;
