@@ -150,7 +150,7 @@ mod house {
     fn cmd_names_only_entry_points_and_contracts() {
         let entries: &[(&str, &[&str])] = &[
             ("raw", &["Format"]),
-            ("clean", &["job", "shuffle"]),
+            ("clean", &["job", "shuffle", "inspect"]),
             ("load", &["run", "check_state", "LoadOptions", "LoadReport"]),
             ("graph", &["friends", "rank", "inbox", "cascades"]),
             ("verify", &[]),

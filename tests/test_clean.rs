@@ -830,3 +830,35 @@ fn matrix_market_and_edge_lists_give_the_follows_and_friends_of_the_same_csv() {
         );
     }
 }
+
+/// `clean --inspect` writes nothing and shows each file's reading: its dialect, how its
+/// columns map, and its first records as they would be cleaned or refused.
+#[test]
+fn inspect_shows_each_files_reading_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawlers = sample_dir().join("crawlers");
+    let out = run(bin()
+        .current_dir(dir.path())
+        .args(["-q", "clean", "--inspect", "--date", DATE, "--input"])
+        .arg(crawlers.join("weibo-search"))
+        .arg("--input")
+        .arg(crawlers.join("mediacrawler/csv/search_contents_2026-11-30.csv")));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "read as weibo-search, posts (utf-8, none)",
+        "id → mid, bid → bid, user_id → uid, 用户昵称 → -, 微博正文 → text",
+        "line 2: posts {",
+        "\"mid\":4974100000000001",
+        "read as mediacrawler-csv, posts",
+        "\"mid\":4974200000000001",
+        "line 3: rejected, lossy_id: mid=4.9742E+15",
+    ] {
+        assert!(shown.contains(expected), "{expected:?} not in:\n{shown}");
+    }
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "inspect wrote nothing"
+    );
+}

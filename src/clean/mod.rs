@@ -12,6 +12,7 @@
 //!   duplicate wins (the newest crawl).
 
 pub mod columns;
+pub mod inspect;
 pub mod job;
 #[cfg(test)]
 mod robustness;
@@ -25,6 +26,17 @@ use crate::field_rules::{
     parse_id, parse_mid_or_bid, parse_optional_id, parse_time, split_list, trim_value,
 };
 pub use crate::raw::RawRecord;
+
+/// A raw record's canonical fields as `field=value` pairs, shortened: what a reject shows.
+pub(crate) fn raw_excerpt(entity: Entity, raw: &RawRecord) -> String {
+    let parts: Vec<String> = entity
+        .fields()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, name)| raw.field(i).map(|v| format!("{name}={v}")))
+        .collect();
+    crate::raw::excerpt(&parts.join(" "))
+}
 
 /// A cleaned user.
 #[derive(Clone, Debug, PartialEq)]

@@ -15,6 +15,7 @@ use super::Context;
 const EXAMPLES: &str = "\
 Examples:
   weibo-etl clean --input hdfs:///weibo/raw/dt=2026-11-29 --output hdfs:///weibo/clean --date 2026-11-29
+  weibo-etl clean --inspect --input new-crawl/ --date 2026-11-29     # what each file is read as
   weibo-etl clean --input 'raw/*.csv.gz' --input raw/tweets.jsonl --output out --date 2026-11-29 \\
       --max-reject-ratio 0.01 --report clean.json
 
@@ -36,8 +37,8 @@ pub struct Args {
     #[arg(long = "input", required = true, value_name = "URL")]
     inputs: Vec<String>,
     /// Folder the entity partitions are written under
-    #[arg(long, value_name = "URL")]
-    output: String,
+    #[arg(long, value_name = "URL", required_unless_present = "inspect")]
+    output: Option<String>,
     /// Logical date of the run: names the dt= partitions
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = super::parse_date)]
     date: NaiveDate,
@@ -68,6 +69,11 @@ pub struct Args {
     key_partitions: Option<u32>,
     #[command(flatten)]
     parquet: super::ParquetArgs,
+    /// Write nothing: print what each input file is read as, how its columns map onto the
+    /// canonical fields, and its first records as they would be cleaned (from the first MiB
+    /// of each file)
+    #[arg(long, conflicts_with_all = ["map", "reduce"])]
+    inspect: bool,
     /// One map slice of a clean split over machines (`yarn submit`): pass 1 over the input
     /// files of this slice, written under --output as a shuffle; needs --key-partitions
     #[arg(long, value_name = "i/N", value_parser = Slice::parse, hide = true, conflicts_with = "reduce", requires = "key_partitions")]
@@ -108,9 +114,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 .map_err(|r| Error::Usage(format!("--date: {}", r.code())))?
         }
     };
+    if args.inspect {
+        return inspect(ctx, &args, default_crawl_ms);
+    }
     let options = CleanOptions {
         inputs: args.inputs,
-        output: args.output,
+        output: args.output.unwrap_or_default(),
         date: args.date.format("%Y-%m-%d").to_string(),
         format: args.format.0,
         skip_corrupt_files: args.skip_corrupt_files,
@@ -178,6 +187,73 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
             Err(e).context("clean failed")
         }
     }
+}
+
+/// Records shown per file by `--inspect`.
+const INSPECTED_RECORDS: usize = 3;
+
+/// `--inspect`: each file, its columns and its first records, on stdout.
+fn inspect(ctx: &Context, args: &Args, crawl_ms: i64) -> Result<()> {
+    let mut report = Report::new("clean");
+    let found = weibo_etl::clean::inspect::inspect(
+        &ctx.fs,
+        &args.inputs,
+        args.format.0,
+        crawl_ms,
+        INSPECTED_RECORDS,
+    )
+    .context("inspecting the input");
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => {
+            ctx.finish_report(&report, Some(&format!("{e:#}")))?;
+            return Err(e);
+        }
+    };
+    for f in &found {
+        println!("{}", f.file.path);
+        let read_as = f
+            .file
+            .format
+            .map_or("nothing (unknown format)", |d| d.name());
+        let entity = f
+            .entity
+            .map(|e| format!(", {}", e.name()))
+            .unwrap_or_default();
+        match f.file.skipped {
+            Some(why) => println!("  skipped: {why}"),
+            None => println!(
+                "  read as {read_as}{entity} ({}, {})",
+                f.file.encoding, f.file.compression
+            ),
+        }
+        if !f.columns.is_empty() {
+            let columns: Vec<String> = f
+                .columns
+                .iter()
+                .map(|(name, field)| format!("{name} → {}", field.unwrap_or("-")))
+                .collect();
+            println!("  columns: {}", columns.join(", "));
+        }
+        for w in &f.file.warnings {
+            println!("  warning: {w}");
+        }
+        for r in &f.records {
+            match r {
+                weibo_etl::clean::inspect::Sample::Cleaned { line, entity, row } => {
+                    println!("  line {line}: {} {row}", entity.name())
+                }
+                weibo_etl::clean::inspect::Sample::Rejected {
+                    line,
+                    reason,
+                    excerpt,
+                    ..
+                } => println!("  line {line}: rejected, {reason}: {excerpt}"),
+            }
+        }
+    }
+    report.set("inspect", &found);
+    ctx.finish_report(&report, None)
 }
 
 fn print_summary(r: &CleanReport) {

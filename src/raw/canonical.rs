@@ -40,16 +40,21 @@ pub fn read_csv(
     // A buffer as large as the one `reader` fills: once it is drained, the parser's refills
     // bypass it and the kernel copies straight into the parser's buffer (with the default
     // 8 KiB, every byte was copied once more between the two).
+    let newlines = std::rc::Rc::new(std::cell::RefCell::new(Newlines::default()));
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .buffer_capacity(1 << 20)
-        .from_reader(reader);
+        .from_reader(NewlineCounter {
+            inner: reader,
+            read: 0,
+            newlines: newlines.clone(),
+        });
     let mut record = ByteRecord::new();
     // The header row and what it maps to (`None`: no entity we know).
     let mut header: Option<(ByteRecord, Option<Mapped>)> = None;
     loop {
-        let line = csv.position().line() + 1;
+        let line = newlines.borrow_mut().line_at(csv.position().byte());
         match csv.read_byte_record(&mut record) {
             Ok(false) => {
                 let mapped = header.and_then(|(_, m)| m);
@@ -73,7 +78,9 @@ pub fn read_csv(
                 continue;
             }
         }
-        let line = record.position().map_or(line, |p| p.line());
+        let line = record
+            .position()
+            .map_or(line, |p| newlines.borrow_mut().line_at(p.byte()));
         let Some((head, mapped)) = &header else {
             let names: Vec<String> = record
                 .iter()
@@ -193,6 +200,69 @@ pub fn read_csv(
             });
         }
     }
+}
+
+/// Where the line breaks of a text are, as far as it was read, to tell the line a CSV
+/// record starts on from its byte offset. The csv crate's own line count is one low after a
+/// `\r\n` (Python's `csv` writes them, so every crawler's CSV has them): a record's start
+/// is where the previous one's `\r` ended, before its `\n`.
+#[derive(Default)]
+struct Newlines {
+    /// Offsets of the `\n`s read and not yet passed.
+    ahead: std::collections::VecDeque<u64>,
+    /// `\n`s before the first of `ahead`.
+    passed: u64,
+}
+
+impl Newlines {
+    /// The line of the record that starts at byte `at` (a `\n` there is the end of the
+    /// previous line, not part of the record). Offsets asked for only grow.
+    fn line_at(&mut self, at: u64) -> u64 {
+        while self.ahead.front().is_some_and(|&n| n <= at) {
+            self.ahead.pop_front();
+            self.passed += 1;
+        }
+        self.passed + 1
+    }
+}
+
+/// A reader noting where its `\n`s are ([`Newlines`]).
+struct NewlineCounter<R> {
+    inner: R,
+    read: u64,
+    newlines: std::rc::Rc<std::cell::RefCell<Newlines>>,
+}
+
+impl<R: io::Read> io::Read for NewlineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut newlines = self.newlines.borrow_mut();
+        for (i, _) in buf[..n].iter().enumerate().filter(|(_, b)| **b == b'\n') {
+            newlines.ahead.push_back(self.read + i as u64);
+        }
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Each column of a header with the canonical field it fills (`None`: not read).
+pub type Columns = Vec<(String, Option<&'static str>)>;
+
+/// How a CSV header row is read, for `clean --inspect`: its entity, and each column with the
+/// canonical field it fills, then the fields the path gives (the uid of a crawler's
+/// per-user file). `None` when no reader takes the header.
+pub fn header_columns(names: &[String], path: &str) -> Option<(crate::dataset::Entity, Columns)> {
+    let mapped = header_mapping(names, path)?;
+    let fields = mapped.entity.fields();
+    let mut columns: Columns = names
+        .iter()
+        .zip(mapped.mapping.iter().chain(std::iter::repeat(&None)))
+        .map(|(name, field)| (name.clone(), field.map(|i| fields[i])))
+        .collect();
+    for (i, value) in &mapped.constants {
+        columns.push((format!("(the path: {value})"), Some(fields[*i])));
+    }
+    Some((mapped.entity, columns))
 }
 
 /// What a header row maps to: a crawler's known header first, else our canonical names
@@ -529,6 +599,24 @@ mod tests {
         )
         .unwrap();
         out
+    }
+
+    #[test]
+    fn a_records_line_is_where_it_starts_whatever_the_line_ends() {
+        let lf = "follower,followee,followed_at,crawl_time\n1,2,,\n3,\"4\n\",,\nx\n5,6,,\n";
+        let lines = |text: &str| -> Vec<u64> {
+            items_csv(text, "/raw/f.csv")
+                .iter()
+                .map(Item::line)
+                .collect()
+        };
+        // The second record spans lines 3 and 4; the malformed one is on line 5.
+        assert_eq!(lines(lf), [2, 3, 5, 6]);
+        assert_eq!(lines(&lf.replace('\n', "\r\n")), [2, 3, 5, 6]);
+        assert_eq!(
+            lines(&format!("\u{feff}{}", lf.replace('\n', "\r\n"))),
+            [2, 3, 5, 6]
+        );
     }
 
     use proptest::strategy::Strategy as _;

@@ -319,6 +319,9 @@ pub struct ReadOptions {
     /// `corrupt_file` reject at the line where it broke, after the records read before it,
     /// instead of failing the run (Spark's `ignoreCorruptFiles`).
     pub skip_corrupt_files: bool,
+    /// Read only this many bytes of each file's text (`clean --inspect`); the record the
+    /// cut falls in may come out broken.
+    pub head_bytes: Option<u64>,
 }
 
 /// Whether a read error of a compressed file is its own corruption (a truncated or damaged
@@ -366,7 +369,10 @@ pub fn read_file(
         reason
     };
     let named_compression = compression_of(&name).0;
-    let (mut reader, compression, encoding) = match open_text(fs, file) {
+    let opened = open_text(fs, file).map(|(reader, compression, encoding)| {
+        (head(reader, options.head_bytes), compression, encoding)
+    });
+    let (mut reader, compression, encoding) = match opened {
         Ok(opened) => opened,
         Err(Error::Io { source, .. })
             if options.skip_corrupt_files && is_corruption(named_compression, &source) =>
@@ -420,7 +426,7 @@ pub fn read_file(
             // The id base takes a first pass over the file: its ids against the list.
             let base = match &uids {
                 Some(uids) => {
-                    let (first_pass, _, _) = open_text(fs, file)?;
+                    let first_pass = head(open_text(fs, file)?.0, options.head_bytes);
                     let range = aminer::id_range(first_pass).map_err(|e| Error::Io {
                         op: "read",
                         path: path_hint.clone(),
@@ -493,6 +499,14 @@ impl Item {
             | Item::Rejected { line, .. }
             | Item::RepeatedHeader { line, .. } => *line,
         }
+    }
+}
+
+/// The first `bytes` of a text, or all of it.
+fn head(reader: Box<dyn BufRead + Send>, bytes: Option<u64>) -> Box<dyn BufRead + Send> {
+    match bytes {
+        Some(n) => Box::new(reader.take(n)),
+        None => reader,
     }
 }
 

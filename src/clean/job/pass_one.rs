@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::spill_set::SpillSet;
 use super::{CleanOptions, CleanReport, EntityCounts};
-use crate::clean::{clean_record, Cleaned, Entity, RawRecord, Reject, Row};
+use crate::clean::{clean_record, raw_excerpt, Cleaned, Entity, Reject, Row};
 use crate::dataset::follows;
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
@@ -85,16 +85,6 @@ struct RejectLine<'a> {
     file: &'a str,
     line: u64,
     raw: &'a str,
-}
-
-fn raw_excerpt(entity: Entity, raw: &RawRecord) -> String {
-    let parts: Vec<String> = entity
-        .fields()
-        .iter()
-        .enumerate()
-        .filter_map(|(i, name)| raw.field(i).map(|v| format!("{name}={v}")))
-        .collect();
-    raw::excerpt(&parts.join(" "))
 }
 
 /// Key partitions of a run over `bytes_in` of input: `--key-partitions`, else one per
@@ -217,6 +207,7 @@ fn read_one(
             let read = raw::ReadOptions {
                 format: options.format,
                 skip_corrupt_files: options.skip_corrupt_files,
+                head_bytes: None,
             };
             let summary = raw::read_file(fs, file, read, &mut |item| {
                 if receiver_gone {
