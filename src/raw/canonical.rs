@@ -81,6 +81,11 @@ pub fn read_csv(
         let line = record
             .position()
             .map_or(line, |p| newlines.borrow_mut().line_at(p.byte()));
+        // An appending run that opens the file as `utf-8-sig` writes a BOM before its rows
+        // (weibo-crawler, 2019), a header among them.
+        if record.get(0).is_some_and(|f| f.starts_with(BOM)) {
+            record = without_bom(&record);
+        }
         let Some((head, mapped)) = &header else {
             let names: Vec<String> = record
                 .iter()
@@ -200,6 +205,19 @@ pub fn read_csv(
             });
         }
     }
+}
+
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// `record` without the byte order mark its first field starts with.
+fn without_bom(record: &ByteRecord) -> ByteRecord {
+    let mut clean = ByteRecord::with_capacity(record.as_slice().len(), record.len());
+    for (i, field) in record.iter().enumerate() {
+        clean.push_field(if i == 0 { &field[BOM.len()..] } else { field });
+    }
+    clean.set_position(record.position().cloned());
+    clean
 }
 
 /// Where the line breaks of a text are, as far as it was read, to tell the line a CSV
@@ -599,6 +617,32 @@ mod tests {
         )
         .unwrap();
         out
+    }
+
+    #[test]
+    fn a_header_an_appending_run_wrote_again_after_its_bom_is_a_repeated_header() {
+        let header = "id,正文,原始图片url,视频url,位置,日期,工具,点赞数,评论数,转发数,话题,@用户";
+        let row = |mid: &str| format!("{mid},好,无,无,无,2019-03-01,iPhone,1,2,3,无,无");
+        let text = format!(
+            "\u{feff}{header}\r\n{}\r\n\u{feff}{header}\r\n\u{feff}{}\r\n",
+            row("4350000000000001"),
+            row("4350000000000002")
+        );
+        let items = items_csv(&text, "/raw/weibo/某人/1776448504.csv");
+        let kinds: Vec<String> = items
+            .iter()
+            .map(|i| match i {
+                Item::Record { line, record, .. } => {
+                    format!("{line}:{}", record.field(0).unwrap_or_default())
+                }
+                Item::RepeatedHeader { line, .. } => format!("{line}:header"),
+                Item::Rejected { line, reason, .. } => format!("{line}:{reason:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["2:4350000000000001", "3:header", "4:4350000000000002"]
+        );
     }
 
     #[test]

@@ -39,12 +39,16 @@ const CRAWLER_COLUMNS: &[(&str, &str)] = &[
     ("话题", "topics"),
     ("@用户", "at_users"),
     ("源微博id", "retweet_mid"),
+    // Forks that crawl many users into one file write the author first.
+    ("uid", "uid"),
 ];
 
-/// Recognises a weibo-crawler posts header (`id, bid, 正文, ...`).
+/// Recognises a weibo-crawler posts header (`id, bid, 正文, ...`; 2019 without `bid`: `id,
+/// 正文, 原始图片url, 视频url, 位置, 日期, 工具, ...`, and its forks' with the author first,
+/// `uid, 用户昵称, id, 正文, ...`).
 pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
     let has = |n: &str| names.iter().any(|x| x == n);
-    if !(has("id") && has("bid") && has("正文")) {
+    if !(has("id") && has("正文") && (has("bid") || has("日期") && has("工具"))) {
         return None;
     }
     let entity = Entity::Posts;
@@ -88,7 +92,11 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
             }
         }
     }
-    let (constants, warning) = uid_from_path(entity, path);
+    // The author is the file's (`<uid>.csv`), unless a column names it.
+    let (constants, warning) = match has("uid") {
+        true => (Vec::new(), None),
+        false => uid_from_path(entity, path),
+    };
     Some(Mapped {
         wider,
         short_rows_ok: true,
