@@ -127,7 +127,7 @@ pub fn read_csv(
             emit(Item::RepeatedHeader { line, entity });
             continue;
         }
-        let Some(mapping) = mapped.for_len(record.len()) else {
+        let Some(mapping) = mapped.for_row(record.len(), &|i| record.get(i)) else {
             emit(Item::Rejected {
                 line,
                 entity: Some(entity),
@@ -642,6 +642,54 @@ mod tests {
         assert_eq!(
             kinds,
             ["2:4350000000000001", "3:header", "4:4350000000000002"]
+        );
+    }
+
+    #[test]
+    fn rows_a_later_run_appended_are_read_by_what_their_fields_hold() {
+        // weibo-crawler 2020-04 to 2021-12, a run that crawled originals only.
+        let header = "id,bid,正文,头条文章url,原始图片url,视频url,位置,日期,工具,点赞数,评论数,转发数,话题,@用户";
+        let base = |mid: &str| format!("{mid},Bid1,好,,,,,2021-05-01,iPhone,1,2,3,,");
+        let source: Vec<String> = header.split(',').map(|_| String::new()).collect();
+        let mut source = source;
+        source[0] = "4600000000000009".into();
+        let rows = [
+            base("4600000000000001"),
+            // A later run: 是否原创 alone, then a repost with its source's columns.
+            format!("{},True", base("4600000000000002")),
+            format!(
+                "{},False,1669879400,迪丽热巴,{}",
+                base("4600000000000003"),
+                source.join(",")
+            ),
+            // 2022-04 to 2024-01: the unlabelled full time.
+            format!("{},2021-05-01 12:30:00", base("4600000000000004")),
+            // Neither: refused, not guessed.
+            format!("{},maybe", base("4600000000000005")),
+        ];
+        let text = format!("{header}\n{}\n", rows.join("\n"));
+        let items = items_csv(&text, "/raw/weibo/某人/1669879400.csv");
+        let e = Entity::Posts;
+        let got: Vec<String> = items
+            .iter()
+            .map(|i| match i {
+                Item::Record { record, .. } => {
+                    let f = |name| record.field(e.field_index(name).unwrap()).unwrap_or("-");
+                    format!("{} {} {}", f("mid"), f("created_at"), f("retweet_mid"))
+                }
+                Item::Rejected { line, reason, .. } => format!("{line}:{reason:?}"),
+                Item::RepeatedHeader { .. } => "header".into(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "4600000000000001 2021-05-01 -",
+                "4600000000000002 2021-05-01 -",
+                "4600000000000003 2021-05-01 4600000000000009",
+                "4600000000000004 2021-05-01 12:30:00 -",
+                "6:MalformedRow",
+            ]
         );
     }
 

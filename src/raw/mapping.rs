@@ -197,8 +197,9 @@ pub struct Mapped {
     pub mapping: Vec<Option<usize>>,
     pub constants: Vec<(usize, String)>,
     pub short_rows_ok: bool,
-    /// Other column mappings, chosen by a row's length (a header that lost a column).
-    pub wider: Vec<Vec<Option<usize>>>,
+    /// Other column mappings for rows longer than the header, chosen by a row's length and
+    /// what a field of it holds (a header that lost a column, rows a later run appended).
+    pub wider: Vec<Wider>,
     /// MediaCrawler rows need a fix-up that reads several columns.
     pub mediacrawler: Option<CsvTimes>,
     /// What the file is, for the report.
@@ -239,16 +240,53 @@ impl Mapped {
             .collect()
     }
 
-    /// The mapping for a row of `len` fields, if the header allows that length.
-    pub fn for_len(&self, len: usize) -> Option<&[Option<usize>]> {
+    /// The mapping for a row of `len` fields whose field `i` is `field(i)`, if the header
+    /// allows that row: its own, or the first [`Wider`] of that length whose probe holds.
+    pub fn for_row<'a>(
+        &self,
+        len: usize,
+        field: &dyn Fn(usize) -> Option<&'a [u8]>,
+    ) -> Option<&[Option<usize>]> {
         if len == self.mapping.len() || (self.short_rows_ok && len < self.mapping.len() && len > 1)
         {
             return Some(&self.mapping);
         }
         self.wider
             .iter()
-            .find(|m| m.len() == len)
-            .map(Vec::as_slice)
+            .find(|w| w.mapping.len() == len && w.probe.is_none_or(|(i, p)| p.holds(field(i))))
+            .map(|w| w.mapping.as_slice())
+    }
+}
+
+/// A mapping for rows longer than their header, taken when the row's field at a column
+/// holds what that layout writes there.
+#[derive(Clone, Debug)]
+pub struct Wider {
+    pub mapping: Vec<Option<usize>>,
+    pub probe: Option<(usize, Probe)>,
+}
+
+/// What a field must hold for a [`Wider`] mapping to be the row's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// A full time, `YYYY-MM-DD HH:MM[:SS]`.
+    Time,
+    /// `True` or `False` (Python's).
+    Bool,
+}
+
+impl Probe {
+    fn holds(self, field: Option<&[u8]>) -> bool {
+        let Some(text) = field.and_then(|f| std::str::from_utf8(f).ok()) else {
+            return false;
+        };
+        let text = text.trim();
+        match self {
+            Probe::Time => ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
+                .iter()
+                .any(|f| chrono::NaiveDateTime::parse_from_str(text, f).is_ok()),
+            Probe::Bool => matches!(text, "True" | "False" | "true" | "false"),
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 //! treats them as missing), the header repeats on every appended run (a repeated header is
 //! counted as a duplicate), and the rows carry no user id: the file is `<uid>.csv`.
 
-use super::mapping::{Dialect, Mapped};
+use super::mapping::{Dialect, Mapped, Probe, Wider};
 use crate::dataset::Entity;
 
 /// Column → canonical post field.
@@ -78,7 +78,33 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
             let mut shifted = mapping.clone();
             let created_at = shifted[day].take();
             shifted.insert(at_users + 1, created_at);
-            wider.push(shifted);
+            wider.push(Wider {
+                mapping: shifted,
+                probe: Some((at_users + 1, Probe::Time)),
+            });
+        }
+        // 2020-04 to 2021-12, a header written by a run that crawled originals only, and rows
+        // a later run appended with its repost columns: `是否原创` (`True`/`False`) alone, or
+        // with `源用户id, 源用户昵称` and the `源微博…` copy of the header's columns, the
+        // reposted post's id first.
+        if !has("是否原创") {
+            let n = names.len();
+            let mut original = mapping.clone();
+            original.push(None);
+            wider.push(Wider {
+                mapping: original.clone(),
+                probe: Some((n, Probe::Bool)),
+            });
+            let mut repost = original;
+            repost.extend([None, None]);
+            repost.extend(names.iter().map(|name| match name.as_str() {
+                "id" => entity.field_index("retweet_mid"),
+                _ => None,
+            }));
+            wider.push(Wider {
+                mapping: repost,
+                probe: Some((n, Probe::Bool)),
+            });
         }
     } else if !has("Live Photo视频url") {
         // Some 2025 files write `live_photo_url` in the rows but not in the header: rows one
@@ -88,7 +114,10 @@ pub fn crawler_header(names: &[String], path: &str) -> Option<Mapped> {
         for video in ["视频url", "源微博视频url"] {
             if let Some(i) = shifted_position(names, &shifted, video) {
                 shifted.insert(i + 1, None);
-                wider.push(shifted.clone());
+                wider.push(Wider {
+                    mapping: shifted.clone(),
+                    probe: None,
+                });
             }
         }
     }
