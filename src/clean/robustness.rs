@@ -94,6 +94,26 @@ const CSV_DIALECTS: &[(&str, &str)] = &[
             "../../sample_data/crawlers/mediacrawler/data/weibo/search_notes_2023-12-01.csv"
         ),
     ),
+    (
+        "/raw/mediacrawler/search_contents_2026-11-30.csv",
+        include_str!("../../sample_data/crawlers/mediacrawler/csv/search_contents_2026-11-30.csv"),
+    ),
+    (
+        "/raw/结果文件/迪丽热巴/迪丽热巴.csv",
+        include_str!("../../sample_data/crawlers/weibo-search/结果文件/迪丽热巴/迪丽热巴.csv"),
+    ),
+    (
+        "/raw/weibo/蔡徐坤/1776448504.csv",
+        include_str!("../../sample_data/crawlers/weibo-crawler-2019/weibo/蔡徐坤/1776448504.csv"),
+    ),
+    (
+        "/raw/fork/weibo.csv",
+        include_str!("../../sample_data/crawlers/weibo-crawler-2019/fork/weibo.csv"),
+    ),
+    (
+        "/raw/weibo/追加/1259110474.csv",
+        include_str!("../../sample_data/crawlers/weibo-crawler/weibo/追加/1259110474.csv"),
+    ),
 ];
 
 /// The crawler JSON lines files of `sample_data/` (each record is mapped by its keys).
@@ -119,6 +139,10 @@ const JSONL_DIALECTS: &[&str] = &[
     include_str!("../../sample_data/crawlers/nghuyong-2020/Users.json"),
     include_str!("../../sample_data/crawlers/weibo-crawler/weibo_data/王一博/1500000023.json"),
 ];
+
+/// A crawler's records pretty-printed one after another (a stream, not lines).
+const JSON_STREAM: &str =
+    include_str!("../../sample_data/crawlers/nghuyong/user_20261129230000.pretty.json");
 
 fn run_csv_at(bytes: &[u8], path: &str) -> Vec<Item> {
     let mut out = Vec::new();
@@ -352,6 +376,21 @@ proptest! {
         let input = format!("follower,followee,followed_at,crawl_time\n{text}");
         let items = run_csv(input.as_bytes());
         prop_assert_eq!(items.len(), csv_records(input.as_bytes()));
+        clean_all(&items);
+    }
+
+    /// The pretty-printed stream cut at any byte: the records before the cut, then at most
+    /// one reject for the rest, each at a line of the file.
+    #[test]
+    fn a_json_stream_cut_anywhere_reads_without_panic(cut in 0.0f64..1.0) {
+        let bytes = &JSON_STREAM.as_bytes()[..(JSON_STREAM.len() as f64 * cut) as usize];
+        let items = run_jsonl(bytes);
+        let lines = bytes.split(|b| *b == b'\n').count() as u64;
+        let rejects = items.iter().filter(|i| matches!(i, Item::Rejected { .. })).count();
+        prop_assert!(rejects <= 1, "{:?}", items);
+        for item in &items {
+            prop_assert!(item.line() >= 1 && item.line() <= lines);
+        }
         clean_all(&items);
     }
 
