@@ -7,7 +7,8 @@ use csv::ByteRecord;
 
 use crate::clean::clean_record;
 use crate::dataset::Entity;
-use crate::raw::canonical::{first_record_spans_lines, read_csv, read_jsonl};
+use crate::raw::canonical::read_csv;
+use crate::raw::json::{first_record_spans_lines, read_jsonl};
 use crate::raw::Item;
 use proptest::prelude::*;
 use serde_json::Value;

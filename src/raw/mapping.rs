@@ -2,9 +2,10 @@
 //! cleaner ([`RawRecord`]), the mapping of a recognised CSV header ([`Mapped`]), the MediaCrawler columns its row fix-up reads ([`CsvTimes`]), and how a
 //! JSON value becomes a field's text ([`value_text`]).
 //!
-//! Invariants: nothing here knows a dialect's names; the dialects (`canonical`, `nghuyong`,
-//! `mediacrawler`, `weibospider`) import this module and never one another's types, so the
-//! readers form no circle (`canonical` alone calls the dialects, to choose among them).
+//! Invariants: nothing here knows a dialect's names; the dialects (`nghuyong`, `mediacrawler`,
+//! `weibospider`, `weibo_crawler_json`) import this module and never one another's types, so
+//! the readers form no circle (the CSV and JSON readers, `canonical` and `json`, alone call
+//! the dialects, to choose among them).
 
 use serde::Serialize;
 use serde_json::Value;

@@ -15,6 +15,7 @@
 pub mod aminer;
 pub mod canonical;
 pub mod edge_list;
+pub mod json;
 pub mod mapping;
 pub mod mediacrawler;
 pub mod nghuyong;
@@ -420,7 +421,7 @@ pub fn read_file(
                 dialect
             })
         }
-        Some(Format::CanonicalJsonl) => canonical::read_jsonl(reader, &mut emit),
+        Some(Format::CanonicalJsonl) => json::read_jsonl(reader, &mut emit),
         Some(Format::AminerNetwork) => {
             let uids = aminer_uidlist(fs, file)?;
             // The id base takes a first pass over the file: its ids against the list.
