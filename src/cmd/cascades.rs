@@ -25,6 +25,9 @@ Output layout:
 path lists the uids from the repost back to the root's author (root_uid is empty, and the path
 stops at the first repost, when the root was never crawled).
 
+A whole run continues from the cascades of an earlier night when it can, rebuilding only those
+the nights since touch (`carried_from` in the report names it); every other run builds them all.
+
 With --slice i/N a run builds the cascades of every N-th hash partition of the roots into
 <table>/dt=<date>/slice=i-of-N/: the N slices hold disjoint cascades, whole, and their union
 is the single run's (how `weibo-etl yarn submit -- cascades` splits the job).";

@@ -351,6 +351,10 @@ fn moved_names(fs: &FileSystems, inputs: &Inputs, base: &str) -> Result<FxHashSe
             }
         },
     )?;
+    if renamed.is_empty() {
+        // No user record in the new nights: no name moved.
+        return Ok(FxHashSet::default());
+    }
     // The names those users had as of the base (each one's newest record then).
     let mut had: FxHashMap<i64, Option<String>> = FxHashMap::default();
     scan_users(
