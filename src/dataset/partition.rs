@@ -262,6 +262,22 @@ pub fn dated_folders(fs: &FileSystems, dir: &Location) -> Result<Vec<(String, Lo
     Ok(dated)
 }
 
+/// The newest `dt=` folder of `table` dated before `before` that holds the file `record`
+/// (what a graph job that continues from an earlier night wrote beside its parts), with its
+/// date.
+pub fn newest_recorded(
+    fs: &FileSystems,
+    table: &Location,
+    before: &str,
+    record: &str,
+) -> Result<Option<(String, Location)>> {
+    Ok(dated_folders(fs, table)?
+        .into_iter()
+        .rev()
+        .filter(|(d, _)| d.as_str() < before)
+        .find(|(_, dir)| fs.exists(&dir.join(record)).unwrap_or(false)))
+}
+
 /// The night a file or folder belongs to: the date of the innermost `dt=<date>` component of
 /// its path, if any.
 pub fn night_of(location: &Location) -> Option<String> {

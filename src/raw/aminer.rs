@@ -204,14 +204,10 @@ pub fn read_network(
             } else {
                 oversized = true;
             }
-            let e = Entity::Follows;
-            let mut r = RawRecord::new(e);
-            r.set(e, "follower", a.to_string());
-            r.set(e, "followee", b.to_string());
             emit(Item::Record {
                 line,
-                entity: e,
-                record: r,
+                entity: Entity::Follows,
+                record: RawRecord::follow(a, b),
             });
         }
     }

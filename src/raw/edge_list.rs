@@ -148,14 +148,10 @@ pub fn read(
             arcs.push((followee, follower));
         }
         for (a, b) in arcs {
-            let e = Entity::Follows;
-            let mut r = RawRecord::new(e);
-            r.set(e, "follower", a.to_string());
-            r.set(e, "followee", b.to_string());
             emit(Item::Record {
                 line,
-                entity: e,
-                record: r,
+                entity: Entity::Follows,
+                record: RawRecord::follow(a, b),
             });
         }
     }

@@ -130,6 +130,15 @@ impl RawRecord {
         RawRecord::with_capacity(entity, 0)
     }
 
+    /// A follows record: `follower` follows `followee`.
+    pub fn follow(follower: impl ToString, followee: impl ToString) -> Self {
+        let e = Entity::Follows;
+        let mut r = RawRecord::new(e);
+        r.set(e, "follower", follower.to_string());
+        r.set(e, "followee", followee.to_string());
+        r
+    }
+
     /// A record whose fields will take about `bytes` bytes: one allocation instead of a
     /// series of regrowths (and copies) as a kilobyte-long row is filled in.
     pub fn with_capacity(entity: Entity, bytes: usize) -> Self {

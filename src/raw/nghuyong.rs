@@ -44,9 +44,7 @@ fn id_of(v: Option<&Value>) -> Option<String> {
 
 fn follow(follower: String, followee: String, object: &Map<String, Value>) -> (Entity, RawRecord) {
     let e = Entity::Follows;
-    let mut r = RawRecord::new(e);
-    r.set(e, "follower", follower);
-    r.set(e, "followee", followee);
+    let mut r = RawRecord::follow(follower, followee);
     if let Some(t) = crawl_of(object) {
         r.set(e, "crawl_time", t);
     }

@@ -47,7 +47,7 @@ pub(super) const RECORD: &str = "_cascades.json";
 const BYTES_PER_NEW_ROW: u64 = 48;
 
 /// The entities a run reads, in the order of [`Record`]'s nights.
-const ENTITIES: [&str; 3] = ["posts", "reposts", "users"];
+pub(super) const ENTITIES: [&str; 3] = ["posts", "reposts", "users"];
 
 /// What a whole run records in its partition.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -75,26 +75,19 @@ pub(super) struct Base {
 }
 
 impl Plan {
-    /// The plan of a run; `None` for a slice (it records nothing).
+    /// The plan of a run over `taken` (the posts, reposts and users history it reads, in
+    /// [`ENTITIES`] order); `None` for a slice (it records nothing).
     pub(super) fn of(
         fs: &FileSystems,
-        clean: &Location,
+        taken: &[Vec<Taken>; 3],
         output: &Location,
         options: &CascadesOptions,
     ) -> Result<Option<Plan>> {
         if options.slice != Slice::ALL {
             return Ok(None);
         }
-        let mut taken: Vec<Vec<Taken>> = Vec::new();
-        for entity in ENTITIES {
-            taken.push(history::take_history(
-                fs,
-                &clean.join(entity),
-                &options.date,
-            )?);
-        }
-        let base = Base::find(fs, &taken, output, &options.date)?;
-        let covered = [0, 1, 2].map(|i| history::covered(&taken[i]));
+        let base = Base::find(fs, taken, output, &options.date)?;
+        let covered = taken.each_ref().map(|t| history::covered(t));
         Ok(Some(Plan { covered, base }))
     }
 
@@ -134,14 +127,8 @@ impl Base {
         output: &Location,
         date: &str,
     ) -> Result<Option<Base>> {
-        let table = output.join(CASCADES_TABLE);
-        let earlier = partition::dated_folders(fs, &table)?;
-        let Some((then, dir)) = earlier
-            .into_iter()
-            .rev()
-            .filter(|(d, _)| d.as_str() < date)
-            .find(|(_, dir)| fs.exists(&dir.join(RECORD)).unwrap_or(false))
-        else {
+        let found = partition::newest_recorded(fs, &output.join(CASCADES_TABLE), date, RECORD)?;
+        let Some((then, dir)) = found else {
             return Ok(None);
         };
         let cascades = partition::committed_parts(fs, &dir)?;

@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dataset::cascades::{cascades_schema, paths_schema, CASCADES_TABLE, PATHS_TABLE};
 use crate::dataset::columns;
+use crate::dataset::history::{self, Taken};
 use crate::dataset::parquet_io;
 use crate::dataset::parquet_io::OpenedParquet;
 use crate::dataset::partition::{self, Staged};
@@ -166,18 +167,35 @@ impl Inputs {
     }
 }
 
-fn inputs(fs: &FileSystems, clean: &Location, date: &str) -> Result<Inputs> {
+/// The posts, reposts and users history a run dated `date` reads ([`carried::ENTITIES`]).
+fn history_of(fs: &FileSystems, clean: &Location, date: &str) -> Result<[Vec<Taken>; 3]> {
+    let [posts, reposts, users] = carried::ENTITIES;
+    Ok([
+        history::take_history(fs, &clean.join(posts), date)?,
+        history::take_history(fs, &clean.join(reposts), date)?,
+        history::take_history(fs, &clean.join(users), date)?,
+    ])
+}
+
+/// The nights of `taken` ([`history_of`]) as the passes read them.
+fn inputs(taken: &[Vec<Taken>; 3]) -> Inputs {
     let mut by_night: std::collections::BTreeMap<String, Vec<Vec<FileEntry>>> = Default::default();
-    for entity in ["posts", "reposts"] {
-        for (night, files) in partition::history_nights(fs, clean, entity, date)? {
-            by_night.entry(night).or_default().push(files);
+    for t in taken[..2].iter().flatten() {
+        if !t.files.is_empty() {
+            by_night
+                .entry(t.date.clone())
+                .or_default()
+                .push(t.files.clone());
         }
     }
-    Ok(Inputs {
+    Inputs {
         nights: by_night.into_iter().collect(),
-        users: partition::history_nights(fs, clean, "users", date)?,
+        users: taken[2]
+            .iter()
+            .map(|t| (t.date.clone(), t.files.clone()))
+            .collect(),
         repost_rows: 0,
-    })
+    }
 }
 
 /// Bytes a repost costs in a partition: its record, its marker's name, and its placed row
@@ -205,7 +223,8 @@ pub fn run(
     output: &Location,
     options: &CascadesOptions,
 ) -> Result<CascadesStats> {
-    let mut inputs = inputs(fs, clean, &options.date)?;
+    let taken = history_of(fs, clean, &options.date)?;
+    let mut inputs = inputs(&taken);
     if inputs.nights.is_empty() {
         return Err(crate::error::Error::BadInput {
             path: clean.to_string(),
@@ -213,7 +232,7 @@ pub fn run(
             reason: format!("no committed posts or reposts up to dt={}", options.date),
         });
     }
-    let plan = carried::Plan::of(fs, clean, output, options)?;
+    let plan = carried::Plan::of(fs, &taken, output, options)?;
     let (mut rows, mut repost_rows) = (0u64, 0u64);
     for f in inputs.files() {
         let file = OpenedParquet::open(fs, f)?;

@@ -108,14 +108,8 @@ impl Base {
         date: &str,
         budget: u64,
     ) -> Result<Option<Base>> {
-        let pairs_table = output.join(PAIRS_TABLE);
-        let earlier = partition::dated_folders(fs, &pairs_table)?;
-        let Some((then, dir)) = earlier
-            .into_iter()
-            .rev()
-            .filter(|(d, _)| d.as_str() < date)
-            .find(|(_, dir)| fs.exists(&dir.join(RECORD)).unwrap_or(false))
-        else {
+        let found = partition::newest_recorded(fs, &output.join(PAIRS_TABLE), date, RECORD)?;
+        let Some((then, dir)) = found else {
             return Ok(None);
         };
         let pairs = partition::committed_parts(fs, &dir)?;
