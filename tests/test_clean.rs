@@ -270,12 +270,10 @@ fn over_the_reject_budget_exits_3_and_commits_nothing() {
     assert_eq!(result.status.code(), Some(3), "{}", stderr(&result));
     let err = stderr(&result);
     let last = err.lines().last().unwrap();
-    // Entities are checked in name order: comments (1 of 12 rejected) is the first over 1 %.
-    assert!(
-        last.contains("reject budget exceeded for comments"),
-        "{err}"
-    );
-    assert!(last.contains("mostly missing_field (1)"), "{err}");
+    // Entities are checked in name order: comments reject none, follows (4 of 31 rejected)
+    // is the first over 1 %.
+    assert!(last.contains("reject budget exceeded for follows"), "{err}");
+    assert!(last.contains("mostly malformed_row (2)"), "{err}");
     assert_eq!(
         tree(&target),
         before,

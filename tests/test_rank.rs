@@ -219,6 +219,41 @@ fn sample_boards_are_golden() {
     assert!(!dir.path().join("nowhere/rank").exists());
 }
 
+/// A comment whose post the crawl did not record (nghuyong's comment spider) counts towards
+/// no one, and the report says how many there were.
+#[test]
+fn comments_without_a_post_count_towards_no_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clean_root, graph) = (dir.path().join("clean"), dir.path().join("graph"));
+    // The spider's comments and the posts they may be on (its reposts alone would be over
+    // the reject budget).
+    let input = dir.path().join("nghuyong");
+    std::fs::create_dir(&input).unwrap();
+    for name in ["comment_20261129230000.jsonl", "tweet_20261129230000.jsonl"] {
+        let from = sample_dir().join("crawlers/nghuyong").join(name);
+        std::fs::copy(from, input.join(name)).unwrap();
+    }
+    clean(&[input], &clean_root, DATE);
+    let report = dir.path().join("rank.json");
+    let metric = ["--metric", "comments_received", "--report"];
+    ok(rank(
+        &clean_root,
+        &graph,
+        DATE,
+        &[&metric[..], &[report.to_str().unwrap()]].concat(),
+    ));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let stats = &r["rank"];
+    assert_eq!(stats["comment_rows"], 2, "{r}");
+    assert_eq!(stats["comments_without_post"], 1, "{r}");
+    // The other comment is on a post the spider crawled: its author is ranked.
+    assert_eq!(
+        stats["users_ranked"],
+        serde_json::json!([["comments_received", 1]]),
+        "{r}"
+    );
+}
+
 #[cfg(feature = "integration")]
 mod cluster_tests {
     use super::*;

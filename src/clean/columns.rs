@@ -242,7 +242,7 @@ fn visit(row: &Row<'_>, c: &mut Cols) {
         }
         Row::Comment(m) => {
             c.i64(0, Some(m.cid));
-            c.i64(1, Some(m.mid));
+            c.i64(1, m.mid);
             c.i64(2, m.uid);
             c.ts(3, Some(m.created_at));
             c.str(4, Some(&m.text));

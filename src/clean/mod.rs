@@ -92,7 +92,9 @@ pub struct Follow {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comment<'a> {
     pub cid: i64,
-    pub mid: i64,
+    /// The post commented on; `None` when the crawl did not record it (kept, and counted as
+    /// `without_post`).
+    pub mid: Option<i64>,
     pub uid: Option<i64>,
     pub created_at: i64,
     pub text: Cow<'a, str>,
@@ -285,7 +287,10 @@ fn clean_row(entity: Entity, raw: &RawRecord, crawl: i64) -> Result<Row<'_>, Rej
                 parse_optional_id(f!(Comments, "reply_to_cid"))?.filter(|r| *r != cid);
             Ok(Row::Comment(Comment {
                 cid,
-                mid: parse_mid_or_bid(f!(Comments, "mid"))?,
+                mid: match f!(Comments, "mid") {
+                    m if is_missing(m) => None,
+                    m => Some(parse_mid_or_bid(m)?),
+                },
                 uid: parse_optional_id(f!(Comments, "uid"))?,
                 created_at: time(f!(Comments, "created_at"))?,
                 text,

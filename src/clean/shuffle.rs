@@ -172,6 +172,7 @@ pub fn run_reduce(
                 duplicates: outcome.duplicates,
                 dangling: outcome.dangling,
                 without_author: outcome.without_author,
+                without_post: outcome.without_post,
                 ..EntityCounts::default()
             },
         );
@@ -250,6 +251,7 @@ pub fn merge(maps: &[SliceCounts], reduces: &[SliceCounts]) -> SliceCounts {
         into.duplicates += from.duplicates;
         into.dangling += from.dangling;
         into.without_author += from.without_author;
+        into.without_post += from.without_post;
         into.crawl_time_defaulted += from.crawl_time_defaulted;
         for (reason, n) in &from.rejected_by_reason {
             *into.rejected_by_reason.entry(reason.clone()).or_default() += n;

@@ -287,6 +287,12 @@ fn print_summary(r: &CleanReport) {
         );
     }
     for (name, c) in &r.entities {
+        if c.without_post > 0 {
+            eprintln!(
+                "{name}: {} kept without their post (the crawl did not record it)",
+                c.without_post
+            );
+        }
         if c.crawl_time_defaulted > 0 {
             eprintln!(
                 "{name}: {} records kept with the run's crawl time, their crawl stamp unreadable",

@@ -41,6 +41,19 @@ pub fn ids<'a>(file: &FileEntry, b: &'a RecordBatch, column: &str) -> Result<&'a
     Ok(ids)
 }
 
+/// A required `Int64` column whose nulls mean "not recorded" (a comment's post): the caller
+/// reads each value with [`opt`] and counts the nulls it skips.
+pub fn nullable_ids<'a>(
+    file: &FileEntry,
+    b: &'a RecordBatch,
+    column: &str,
+) -> Result<&'a Int64Array> {
+    let found = b
+        .column_by_name(column)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>());
+    need(file, column, found, "int64")
+}
+
 /// A required millisecond timestamp column (nulls allowed: an unknown time).
 pub fn times<'a>(
     file: &FileEntry,

@@ -72,7 +72,8 @@ pub fn schema(entity: Entity) -> SchemaRef {
         ],
         Entity::Comments => vec![
             f("cid", Int64, false),
-            f("mid", Int64, false),
+            // Null when the crawl did not record the post (nghuyong's comment spider).
+            f("mid", Int64, true),
             f("uid", Int64, true),
             f("created_at", ts(), false),
             f("text", Utf8, false),

@@ -25,7 +25,7 @@
 use arrow::array::{Array, AsArray};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::dataset::columns::{ids, opt, opt_ids, times};
+use crate::dataset::columns::{ids, nullable_ids, opt, opt_ids, times};
 use crate::dataset::parquet_io;
 use crate::error::Result;
 use crate::hdfs::{FileEntry, FileSystems};
@@ -242,7 +242,7 @@ pub fn compute(
     })?;
     let mut comments: FxHashMap<i64, i64> = FxHashMap::default();
     for_comments(fs, inputs.comments, |c, m| {
-        if posts.contains_key(&m) {
+        if let Some(m) = m.filter(|m| posts.contains_key(m)) {
             comments.insert(c, m);
         } else if !comments.is_empty() {
             comments.remove(&c);
@@ -332,17 +332,18 @@ pub(super) fn for_posts(
     Ok(())
 }
 
-/// Each comment record, in file order: cid and the post it comments.
+/// Each comment record, in file order: cid and the post it comments (`None` when the crawl
+/// did not record it: the comment counts towards no post).
 pub(super) fn for_comments(
     fs: &FileSystems,
     files: &[FileEntry],
-    mut f: impl FnMut(i64, i64),
+    mut f: impl FnMut(i64, Option<i64>),
 ) -> Result<()> {
     for file in files {
         parquet_io::read_parquet_columns(fs, file, &["cid", "mid"], &mut |b| {
-            let (cid, mid) = (ids(file, b, "cid")?, ids(file, b, "mid")?);
-            for (&c, &m) in cid.values().iter().zip(mid.values()) {
-                f(c, m);
+            let (cid, mid) = (ids(file, b, "cid")?, nullable_ids(file, b, "mid")?);
+            for (i, &c) in cid.values().iter().enumerate() {
+                f(c, opt(Some(mid), i));
             }
             Ok(())
         })?;
@@ -468,8 +469,8 @@ mod tests {
         follows: Vec<(i64, i64)>,
         /// mid, author, created_at, retweet_mid
         posts: Vec<(i64, Option<i64>, i64, Option<i64>)>,
-        /// cid, mid
-        comments: Vec<(i64, i64)>,
+        /// cid, mid (`None`: the crawl did not record the post)
+        comments: Vec<(i64, Option<i64>)>,
     }
 
     fn i64s(v: impl IntoIterator<Item = Option<i64>>) -> ArrayRef {
@@ -499,7 +500,7 @@ mod tests {
 
     /// A random history: ids drawn from small ranges so that nights crawl the same follows,
     /// posts and comments again, posts change author (unknown, then known) and reposts and
-    /// comments point at posts crawled on other nights or never.
+    /// comments point at posts crawled on other nights, never, or none recorded.
     fn history(seed: u64, nights: usize) -> Vec<Night> {
         let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
         (0..nights)
@@ -525,7 +526,12 @@ mod tests {
                 let cids: BTreeSet<i64> = (0..50).map(|_| rng.random_range(5000..5100)).collect();
                 n.comments = cids
                     .into_iter()
-                    .map(|c| (c, rng.random_range(1000..1090)))
+                    .map(|c| {
+                        (
+                            c,
+                            (rng.random_range(0..6) > 0).then(|| rng.random_range(1000..1090)),
+                        )
+                    })
                     .collect();
                 n
             })
@@ -538,7 +544,7 @@ mod tests {
         let mut users: BTreeMap<i64, UserCounts> = BTreeMap::new();
         let mut follows = BTreeSet::new();
         let mut posts: BTreeMap<i64, (Option<i64>, i64, Option<i64>)> = BTreeMap::new();
-        let mut comments: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut comments: BTreeMap<i64, Option<i64>> = BTreeMap::new();
         for n in nights {
             for (u, _) in &n.users {
                 users.entry(*u).or_default();
@@ -565,7 +571,7 @@ mod tests {
         let targets = posts.values().filter_map(|(_, _, rt)| *rt);
         for (target, slot) in targets
             .map(|t| (t, 2))
-            .chain(comments.values().map(|m| (*m, 3)))
+            .chain(comments.values().flatten().map(|m| (*m, 3)))
         {
             let Some(p) = out.get_mut(&target) else {
                 continue;
@@ -630,7 +636,7 @@ mod tests {
                 "comments.parquet",
                 vec![
                     ("cid", i64s(n.comments.iter().map(|c| Some(c.0)))),
-                    ("mid", i64s(n.comments.iter().map(|c| Some(c.1)))),
+                    ("mid", i64s(n.comments.iter().map(|c| c.1))),
                 ],
             ));
         }

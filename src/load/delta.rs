@@ -44,8 +44,8 @@ type Record = (i64, i64, Option<i64>);
 #[derive(Default)]
 struct Tonight {
     posts: FxHashMap<i64, Record>,
-    /// cid → the post it comments.
-    comments: FxHashMap<i64, i64>,
+    /// cid → the post it comments, if the crawl recorded it.
+    comments: FxHashMap<i64, Option<i64>>,
     pairs: FxHashSet<(i64, i64)>,
     users: FxHashSet<i64>,
 }
@@ -56,7 +56,7 @@ struct Before {
     /// The newest history record's repost target of each post crawled again.
     targets: FxHashMap<i64, Option<i64>>,
     /// The newest history record's post of each comment crawled again.
-    commented: FxHashMap<i64, i64>,
+    commented: FxHashMap<i64, Option<i64>>,
     /// History reposts (mid → target) and comments (cid → post) whose newest record names a
     /// post that is new tonight: they count from tonight.
     reposts_of_new: FxHashMap<i64, i64>,
@@ -78,7 +78,7 @@ pub fn delta(
         .posts
         .iter()
         .flat_map(|(m, r)| std::iter::once(*m).chain(r.2))
-        .chain(tonight.comments.values().copied())
+        .chain(tonight.comments.values().flatten().copied())
         .collect();
     let mut known = snapshot.posts_where(fs, |m| named.contains(&m))?;
     let new_posts: FxHashSet<i64> = tonight
@@ -114,7 +114,7 @@ pub fn delta(
         .targets
         .values()
         .flatten()
-        .chain(before.commented.values())
+        .chain(before.commented.values().flatten())
         .filter(|t| !known.contains_key(t))
         .copied()
         .collect();
@@ -138,8 +138,8 @@ pub fn delta(
         (then, r.2.filter(is_post))
     });
     let comments = tonight.comments.iter().map(|(c, t)| {
-        let then = before.commented.get(c).copied().filter(was_post);
-        (then, Some(*t).filter(is_post))
+        let then = before.commented.get(c).copied().flatten().filter(was_post);
+        (then, t.filter(is_post))
     });
     let older_reposts = before.reposts_of_new.values().map(|t| (None, Some(*t)));
     let older_comments = before.comments_of_new.values().map(|t| (None, Some(*t)));
@@ -475,7 +475,7 @@ fn read_before(
     for_comments(fs, history.comments, |c, m| {
         if tonight.comments.contains_key(&c) {
             b.commented.insert(c, m);
-        } else if new_posts.contains(&m) {
+        } else if let Some(m) = m.filter(|m| new_posts.contains(m)) {
             b.comments_of_new.insert(c, m);
         } else if !b.comments_of_new.is_empty() {
             b.comments_of_new.remove(&c);

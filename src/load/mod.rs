@@ -81,6 +81,9 @@ pub struct LoadReport {
     pub units_done: usize,
     pub units_skipped: usize,
     pub unresolved_mentions: u64,
+    /// The night's comments that name no post (the crawl did not record it): skipped.
+    #[serde(default)]
+    pub comments_without_post: u64,
     /// Key partitions the counters were computed in (one pass over the id columns each).
     pub counter_partitions: u32,
     /// The newest night the counters cover (this night, or a newer one already loaded).

@@ -157,6 +157,7 @@ pub fn commit(
         merged.units_done += r.units_done;
         merged.units_skipped += r.units_skipped;
         merged.unresolved_mentions += r.unresolved_mentions;
+        merged.comments_without_post += r.comments_without_post;
         merged.users_changed += r.users_changed;
         merged.posts_changed += r.posts_changed;
         // The slices ran side by side: the job took as long as its slowest.

@@ -18,7 +18,8 @@
 //! - comments `{_id, created_at, like_counts, content, comment_user: {_id}}` and the 2020 shape
 //!   `{_id: "C_<cid>", weibo_id (bid), comment_user_id, content, like_num, created_at}`. The
 //!   current comment spider does not record which post a comment is on: unless the record has
-//!   a `mblogid`/`weibo_id`/`mid`, it is rejected as `missing_field` (mid), not guessed;
+//!   a `mblogid`/`weibo_id`/`mid`, it is kept with a null `mid` (its text, author and time
+//!   stand), counted as `without_post`, and the jobs skip it; the post is never guessed;
 //! - 2020 reposts `{weibo_id (reposted bid), user_id, content, created_at}`: they have no id of
 //!   their own (a `mongoexport` dump's `_id` is an ObjectId), so they are rejected as
 //!   `missing_field` (mid) too;

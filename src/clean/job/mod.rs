@@ -81,6 +81,10 @@ pub struct EntityCounts {
     /// `creator_hash`, no uid), comment exports that name commenters by screen name only.
     /// They are counted among `dangling` too.
     pub without_author: u64,
+    /// Kept comments that name no post: nghuyong's comment spider records the post only in
+    /// its request. Every job that reads comments skips them and counts them.
+    #[serde(default)]
+    pub without_post: u64,
     /// Records kept with the run's crawl time because their own crawl stamp did not read as
     /// a time.
     #[serde(default)]
@@ -214,6 +218,7 @@ pub fn run(
             counts.duplicates += outcome.duplicates;
             counts.dangling = outcome.dangling;
             counts.without_author = outcome.without_author;
+            counts.without_post = outcome.without_post;
             // One run reads file `i` as input `i`: its summary is the `i`-th.
             for (file, kept) in report.files.iter_mut().zip(&outcome.kept_by_file) {
                 file.counts.records_out += kept;

@@ -45,6 +45,7 @@ struct PartOutcome {
     duplicates: u64,
     dangling: u64,
     without_author: u64,
+    without_post: u64,
     /// The partition's kept uids (users only).
     keys: Vec<i64>,
 }
@@ -56,6 +57,7 @@ pub(in crate::clean) struct EntityOutcome {
     pub duplicates: u64,
     pub dangling: u64,
     pub without_author: u64,
+    pub without_post: u64,
     /// The kept keys (filled for users only: the known-user set).
     pub keys: KnownUsers,
 }
@@ -113,13 +115,14 @@ pub(in crate::clean) fn write_entity(
             }
             let mut writer =
                 parquet_io::ParquetWriter::create_staged(fs, &part, schema::schema(entity), props)?;
-            let (mut dangling, mut without_author) = (0, 0);
+            let (mut dangling, mut without_author, mut without_post) = (0, 0, 0);
             let mut keys = Vec::new();
             let step = gather_rows(winners.len());
             for start in (0..winners.len()).step_by(step) {
                 let out = winners.slice(entity, start..winners.len().min(start + step))?;
                 dangling += count_dangling(entity, &out, known_users);
                 without_author += count_without_author(entity, &out);
+                without_post += count_without_post(entity, &out);
                 if entity == Entity::Users {
                     if let Some(uids) = out.column_by_name("uid") {
                         keys.extend_from_slice(uids.as_primitive::<Int64Type>().values());
@@ -134,6 +137,7 @@ pub(in crate::clean) fn write_entity(
                 duplicates: total - kept,
                 dangling,
                 without_author,
+                without_post,
                 keys,
             })
         })
@@ -144,6 +148,7 @@ pub(in crate::clean) fn write_entity(
         duplicates: 0,
         dangling: 0,
         without_author: 0,
+        without_post: 0,
         keys: KnownUsers {
             by_partition: vec![Vec::new(); parts.total],
         },
@@ -155,6 +160,7 @@ pub(in crate::clean) fn write_entity(
         outcome.duplicates += part.duplicates;
         outcome.dangling += part.dangling;
         outcome.without_author += part.without_author;
+        outcome.without_post += part.without_post;
         outcome.keys.by_partition[p] = part.keys;
     }
     Ok(outcome)
@@ -435,6 +441,16 @@ fn count_without_author(entity: Entity, batch: &RecordBatch) -> u64 {
         Entity::Posts | Entity::Comments => batch
             .column_by_name("uid")
             .map_or(0, |uid| uid.null_count() as u64),
+        _ => 0,
+    }
+}
+
+/// Kept comments whose post the crawl did not record (a null mid).
+fn count_without_post(entity: Entity, batch: &RecordBatch) -> u64 {
+    match entity {
+        Entity::Comments => batch
+            .column_by_name("mid")
+            .map_or(0, |mid| mid.null_count() as u64),
         _ => 0,
     }
 }

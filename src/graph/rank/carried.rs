@@ -299,11 +299,11 @@ impl DayValues {
         // cid → the post a comment of the day names.
         let mut comments = FxHashMap::default();
         for night in &inputs.comments {
-            let found: Vec<(Changes, u64)> = night
+            let found: Vec<(Changes, u64, u64)> = night
                 .files
                 .par_iter()
                 .map(|f| {
-                    let (mut c, mut n) = (Changes::default(), 0);
+                    let (mut c, mut n, mut without_post) = (Changes::default(), 0, 0);
                     parquet_io::read_parquet_columns(
                         fs,
                         f,
@@ -311,12 +311,14 @@ impl DayValues {
                         &mut |b| {
                             n += b.num_rows() as u64;
                             let cid = columns::ids(f, b, "cid")?;
-                            let mid = columns::ids(f, b, "mid")?;
+                            let mid = columns::nullable_ids(f, b, "mid")?;
+                            without_post += mid.null_count() as u64;
                             let created = columns::times(f, b, "created_at")?;
                             for i in 0..b.num_rows() {
                                 let k = cid.value(i);
-                                if day_of_ms(created.value(i)) == day {
-                                    c.put.push((k, mid.value(i)));
+                                let m = columns::opt(Some(mid), i);
+                                if let Some(m) = m.filter(|_| day_of_ms(created.value(i)) == day) {
+                                    c.put.push((k, m));
                                 } else if comments.contains_key(&k) {
                                     c.removed.push(k);
                                 }
@@ -324,11 +326,12 @@ impl DayValues {
                             Ok(())
                         },
                     )?;
-                    Ok((c, n))
+                    Ok((c, n, without_post))
                 })
                 .collect::<Result<_>>()?;
-            for (c, n) in found {
+            for (c, n, without_post) in found {
                 stats.comment_rows += n;
+                stats.comments_without_post += without_post;
                 c.apply(&mut comments);
             }
         }

@@ -24,6 +24,8 @@ pub(super) struct Read {
     pub(super) follow_rows: u64,
     pub(super) post_rows: u64,
     pub(super) comment_rows: u64,
+    /// Comment records that name no post (the crawl did not record it): counted to no one.
+    pub(super) comments_without_post: u64,
     pub(super) friend_count_rows: u64,
 }
 
@@ -201,11 +203,13 @@ pub(super) fn partition(
             parquet_io::read_parquet_columns(fs, f, &["cid", "mid", "created_at"], &mut |b| {
                 read.comment_rows += b.num_rows() as u64;
                 let cid = columns::ids(f, b, "cid")?;
-                let mid = columns::ids(f, b, "mid")?;
+                let mid = columns::nullable_ids(f, b, "mid")?;
+                read.comments_without_post += mid.null_count() as u64;
                 let created = columns::times(f, b, "created_at")?;
                 for i in 0..b.num_rows() {
-                    let (c, m) = (cid.value(i), mid.value(i));
-                    if day_of_ms(created.value(i)) == day && owned.contains_key(&m) {
+                    let (c, m) = (cid.value(i), columns::opt(Some(mid), i));
+                    let on_day = day_of_ms(created.value(i)) == day;
+                    if let Some(m) = m.filter(|m| on_day && owned.contains_key(m)) {
                         comments.insert(c, m);
                     } else if !comments.is_empty() {
                         comments.remove(&c);

@@ -269,6 +269,9 @@ pub struct RankStats {
     pub follow_rows: u64,
     pub post_rows: u64,
     pub comment_rows: u64,
+    /// Comment records that name no post (the crawl did not record it): counted to no one.
+    #[serde(default)]
+    pub comments_without_post: u64,
     pub friend_count_rows: u64,
     pub partitions: u32,
     /// Per metric: the users with a value above 0 (those that could be ranked).
@@ -290,6 +293,7 @@ impl RankStats {
                 s.follow_rows,
                 s.post_rows,
                 s.comment_rows,
+                s.comments_without_post,
                 s.friend_count_rows,
                 s.partitions,
             )
@@ -433,6 +437,7 @@ pub fn run(
         stats.follow_rows += part.read.follow_rows;
         stats.post_rows += part.read.post_rows;
         stats.comment_rows += part.read.comment_rows;
+        stats.comments_without_post += part.read.comments_without_post;
         stats.friend_count_rows += part.read.friend_count_rows;
     }
     // Every partition reads every row: report the input once.
@@ -440,6 +445,7 @@ pub fn run(
     stats.follow_rows /= n;
     stats.post_rows /= n;
     stats.comment_rows /= n;
+    stats.comments_without_post /= n;
     stats.friend_count_rows /= n;
     let followers = counts_followers.then(|| {
         let mut counts: Vec<(i64, i64)> = parts

@@ -34,6 +34,8 @@ struct Night<'a> {
     /// parts and counters apart (the same cells either way), so no partition re-reads the
     /// wide columns.
     merged: bool,
+    /// The night's comments whose post the crawl did not record: in no list, on no post.
+    comments_without_post: AtomicU64,
 }
 
 impl Night<'_> {
@@ -170,6 +172,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         tables: &w.tables,
         merged: partitions == 1 && counter_ts == ts && w.slice.is_none(),
         files: &files,
+        comments_without_post: AtomicU64::new(0),
     };
     let mut counting = Counting {
         inputs,
@@ -217,6 +220,7 @@ pub fn run(fs: &FileSystems, options: &LoadOptions) -> Result<LoadReport> {
         }
     }
     report.unresolved_mentions = counting.unresolved_mentions.into_inner();
+    report.comments_without_post = night.comments_without_post.into_inner();
     report.counter_partitions = partitions;
     report.users_changed = counting.users_changed.into_inner();
     report.posts_changed = counting.posts_changed.into_inner();

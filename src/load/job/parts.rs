@@ -3,6 +3,8 @@
 //! merged into the rows ([`Night::merged`]), the user and post profiles go out with the
 //! counter unit instead, and a part unit writes only the indexes.
 
+use std::sync::atomic::Ordering;
+
 use arrow::array::Array;
 
 use super::Night;
@@ -162,10 +164,16 @@ pub(super) fn comments<'a>(n: &'a Night<'a>) -> Vec<(String, Unit<'a>)> {
                 }
                 parquet_io::read_parquet(fs, &f, &mut |b| {
                     let cid = columns::ids(&f, b, "cid")?;
-                    let mid = columns::ids(&f, b, "mid")?;
+                    let mid = columns::nullable_ids(&f, b, "mid")?;
                     let created = columns::times(&f, b, "created_at")?;
+                    n.comments_without_post
+                        .fetch_add(mid.null_count() as u64, Ordering::Relaxed);
                     for i in 0..b.num_rows() {
                         let Some(uid) = columns::opt(columns::opt_ids(b, "uid"), i) else {
+                            continue;
+                        };
+                        // A comment on a post the crawl did not record goes to no list.
+                        let Some(mid) = columns::opt(Some(mid), i) else {
                             continue;
                         };
                         r.put(
@@ -176,7 +184,7 @@ pub(super) fn comments<'a>(n: &'a Night<'a>) -> Vec<(String, Unit<'a>)> {
                                 created.value(i),
                                 cid.value(i),
                             ))
-                            .cell(cell::MID, be(mid.value(i)))
+                            .cell(cell::MID, be(mid))
                             .cell(
                                 cell::COMMENT_TEXT,
                                 str_val(b, "text", i).unwrap_or_default(),
