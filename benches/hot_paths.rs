@@ -35,6 +35,7 @@ fn parsing(c: &mut Criterion) {
             read_csv(
                 Box::new(Cursor::new(data.clone())),
                 "users.csv",
+                &weibo_etl::raw::mapping_file::NONE,
                 &mut |_| n += 1,
             )
             .unwrap();

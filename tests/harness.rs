@@ -13,11 +13,19 @@ pub fn sample_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_data")
 }
 
+/// The mapping file of the sample's fork (a layout we do not ship).
+pub fn sample_mapping() -> PathBuf {
+    sample_dir().join("crawlers/fork-mapped/_mapping.toml")
+}
+
 /// The shared fixture of the tests that start from cleaned data: the whole sample cleaned
-/// into `clean` for [`SAMPLE_DATE`] (its dirty rows on purpose: a reject budget of one half).
+/// into `clean` for [`SAMPLE_DATE`] (its dirty rows on purpose: a reject budget of one half),
+/// its fork read through [`sample_mapping`].
 pub fn clean_sample(clean: &Path) {
     let out = run(bin()
-        .args(["-q", "clean", "--input"])
+        .args(["-q", "clean", "--mapping"])
+        .arg(sample_mapping())
+        .arg("--input")
         .arg(sample_dir())
         .arg("--output")
         .arg(clean)

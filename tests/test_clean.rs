@@ -127,6 +127,8 @@ fn sample_data_gives_golden_rows_rejects_and_balanced_counts() {
         &[
             "--max-reject-ratio",
             "0.5",
+            "--mapping",
+            "sample_data/crawlers/fork-mapped/_mapping.toml",
             "--report",
             report_path.to_str().unwrap(),
         ],
@@ -243,6 +245,122 @@ fn rerun_replaces_the_partitions_byte_for_byte() {
         first.keys().all(|k| !k.contains("_tmp")),
         "{:?}",
         first.keys()
+    );
+}
+
+/// A fork's layout we do not ship: refused without its mapping file, read with it (times,
+/// bids, nested keys, the uid from the path), and a wrong mapping file is a usage error.
+#[test]
+fn a_mapping_file_reads_a_fork_that_is_refused_without_it() {
+    let fork = sample_dir().join("crawlers/fork-mapped");
+    let out = tempfile::tempdir().unwrap();
+    let files = |extra: &[&str]| {
+        let report_path = out.path().join("report.json");
+        let mut args = vec![
+            "--max-reject-ratio",
+            "1",
+            "--report",
+            report_path.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let result = clean(&fork, &out.path().join("clean"), &args);
+        assert!(result.status.success(), "{}", stderr(&result));
+        let r = report(&report_path);
+        let mut files: Vec<String> = r["clean"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let name = f["path"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string();
+                format!(
+                    "{name} {} out {} rejected {}",
+                    f["format"], f["records_out"], f["rejected"]
+                )
+            })
+            .collect();
+        files.sort();
+        (r, files)
+    };
+    let (_, without) = files(&[]);
+    assert_eq!(
+        without,
+        [
+            "1669879400.csv null out 0 rejected 3",
+            "comments.jsonl null out 0 rejected 3"
+        ]
+    );
+    let mapping = fork.join("_mapping.toml");
+    let (r, with) = files(&["--mapping", mapping.to_str().unwrap()]);
+    assert_eq!(
+        with,
+        [
+            "1669879400.csv \"fork-posts\" out 2 rejected 1",
+            "comments.jsonl \"fork-comments\" out 2 rejected 1"
+        ]
+    );
+    let rows = |entity: &str| -> Vec<Value> {
+        parquet_rows(
+            &out.path()
+                .join("clean")
+                .join(entity)
+                .join(format!("dt={DATE}")),
+        )
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+    };
+    let posts = rows("posts");
+    let mid = weibo_etl::field_rules::bid_to_mid("NuD3W0F1a").unwrap();
+    assert_eq!(posts[0]["mid"], mid);
+    assert_eq!(
+        posts[0]["uid"], 1669879400i64,
+        "the uid from the file's name"
+    );
+    assert_eq!(
+        posts[0]["created_at"], "2026-11-29T11:40:00Z",
+        "Beijing wall time"
+    );
+    assert_eq!(posts[1]["attitudes_count"], 10000);
+    let comments = rows("comments");
+    assert_eq!(comments[0]["mid"], mid, "a bid in a nested-key record");
+    assert_eq!(comments[0]["uid"], 1195230310i64);
+    assert!(comments[1]["mid"].is_null(), "a comment without its post");
+    assert_eq!(r["clean"]["entities"]["comments"]["without_post"], 1);
+    let rejects = fs::read_to_string(
+        out.path()
+            .join("clean/_rejects")
+            .join(format!("dt={DATE}"))
+            .join("rejects.jsonl"),
+    )
+    .unwrap();
+    assert!(
+        rejects.contains("\"bad_time\"") && rejects.contains("\"unknown_format\""),
+        "{rejects}"
+    );
+
+    // A mapping file that names a field posts do not have: exit 2, the file and the column.
+    let bad = out.path().join("bad.toml");
+    fs::write(
+        &bad,
+        "[[layout]]\nname = \"x\"\nentity = \"posts\"\nevidence = [\"a\"]\n[layout.columns]\na = \"likes\"\n",
+    )
+    .unwrap();
+    let result = clean(
+        &fork,
+        &out.path().join("clean"),
+        &["--mapping", bad.to_str().unwrap()],
+    );
+    assert_eq!(result.status.code(), Some(2), "{}", stderr(&result));
+    let err = stderr(&result);
+    assert!(
+        err.contains("bad.toml") && err.contains("\"likes\""),
+        "{err}"
     );
 }
 
@@ -611,6 +729,8 @@ fn the_report_names_each_files_dialect_and_lists_sidecars_as_skipped() {
         &[
             "--max-reject-ratio",
             "1",
+            "--mapping",
+            "sample_data/crawlers/fork-mapped/_mapping.toml",
             "--report",
             report_path.to_str().unwrap(),
         ],
@@ -632,8 +752,14 @@ fn the_report_names_each_files_dialect_and_lists_sidecars_as_skipped() {
     skipped.sort();
     assert_eq!(skipped, ["1500000023.md", "2803301701.txt"]);
     assert!(stderr(&result).contains("skipped"), "{}", stderr(&result));
+    // Every record is of an entity but the fork's one with half its layout's evidence.
     let unattributed = &report["clean"]["unattributed"];
-    assert_eq!(unattributed["records_in"], 0, "{unattributed}");
+    assert_eq!(unattributed["records_in"], 1, "{unattributed}");
+    assert_eq!(
+        unattributed["rejected_by_reason"],
+        serde_json::json!({"unknown_format": 1}),
+        "{unattributed}"
+    );
     let formats: BTreeSet<&str> = report["clean"]["files"]
         .as_array()
         .unwrap()

@@ -14,7 +14,7 @@ use super::columns::SpillBuilder;
 use super::{clean_record, Entity};
 use crate::error::{Error, Result};
 use crate::hdfs::FileSystems;
-use crate::raw::{self, FileSummary, Format, Item, ReadOptions};
+use crate::raw::{self, FileSummary, Format, Item, MappingFile, ReadOptions};
 
 /// Bytes of each file read: enough for a header and a few records of any crawler.
 pub const HEAD_BYTES: u64 = 1 << 20;
@@ -56,10 +56,12 @@ pub fn inspect(
     fs: &FileSystems,
     inputs: &[String],
     format: Option<Format>,
+    layouts: &MappingFile,
     crawl_ms: i64,
     samples: usize,
 ) -> Result<Vec<Inspection>> {
     let options = ReadOptions {
+        layouts: Some(layouts),
         format,
         skip_corrupt_files: true,
         head_bytes: Some(HEAD_BYTES),
@@ -85,7 +87,7 @@ pub fn inspect(
         };
         let location = file.location.to_string();
         let (entity, columns) = header
-            .and_then(|names| raw::canonical::header_columns(&names, &location))
+            .and_then(|names| raw::canonical::header_columns(&names, &location, layouts))
             .map_or((None, Vec::new()), |(e, c)| (Some(e), c));
         out.push(Inspection {
             file: summary,
@@ -173,6 +175,16 @@ fn first_csv_row(fs: &FileSystems, file: &crate::hdfs::FileEntry) -> Result<Opti
         .from_reader(std::io::Read::take(reader, HEAD_BYTES));
     let mut record = csv::StringRecord::new();
     match csv.read_record(&mut record) {
+        // A JSON record is no header (its keys are mapped record by record).
+        Ok(true)
+            if record.get(0).is_some_and(|f| {
+                f.trim_start_matches('\u{feff}')
+                    .trim_start()
+                    .starts_with(['{', '['])
+            }) =>
+        {
+            Ok(None)
+        }
         Ok(true) if record.len() > 1 => Ok(Some(
             record
                 .iter()

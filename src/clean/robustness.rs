@@ -15,9 +15,11 @@ use serde_json::Value;
 
 fn run_jsonl(bytes: &[u8]) -> Vec<Item> {
     let mut out = Vec::new();
-    read_jsonl(Box::new(io::Cursor::new(bytes.to_vec())), &mut |i| {
-        out.push(i)
-    })
+    read_jsonl(
+        Box::new(io::Cursor::new(bytes.to_vec())),
+        &crate::raw::mapping_file::NONE,
+        &mut |i| out.push(i),
+    )
     .unwrap();
     out
 }
@@ -147,9 +149,12 @@ const JSON_STREAM: &str =
 
 fn run_csv_at(bytes: &[u8], path: &str) -> Vec<Item> {
     let mut out = Vec::new();
-    read_csv(Box::new(io::Cursor::new(bytes.to_vec())), path, &mut |i| {
-        out.push(i)
-    })
+    read_csv(
+        Box::new(io::Cursor::new(bytes.to_vec())),
+        path,
+        &crate::raw::mapping_file::NONE,
+        &mut |i| out.push(i),
+    )
     .unwrap();
     out
 }

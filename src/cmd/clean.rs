@@ -6,7 +6,7 @@ use weibo_etl::clean::job::{self, CleanError, CleanOptions, CleanReport};
 use weibo_etl::clean::shuffle;
 use weibo_etl::dataset::slice::Slice;
 use weibo_etl::field_rules::parse_crawl_time;
-use weibo_etl::raw::Format;
+use weibo_etl::raw::{Format, MappingFile};
 use weibo_etl::report::Report;
 use weibo_etl::Error;
 
@@ -67,6 +67,10 @@ pub struct Args {
     /// joins each part on its own) [default: one per 64 MiB of input]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=512))]
     key_partitions: Option<u32>,
+    /// Read layouts we do not ship as this TOML file declares them (columns or keys, times,
+    /// ids, the uid from the path); see docs/formats.md, "Your own layout"
+    #[arg(long, value_name = "FILE")]
+    mapping: Option<String>,
     #[command(flatten)]
     parquet: super::ParquetArgs,
     /// Write nothing: print what each input file is read as, how its columns map onto the
@@ -114,8 +118,12 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
                 .map_err(|r| Error::Usage(format!("--date: {}", r.code())))?
         }
     };
+    let layouts = match &args.mapping {
+        Some(url) => MappingFile::load(&ctx.fs, url)?,
+        None => MappingFile::default(),
+    };
     if args.inspect {
-        return inspect(ctx, &args, default_crawl_ms);
+        return inspect(ctx, &args, &layouts, default_crawl_ms);
     }
     let options = CleanOptions {
         inputs: args.inputs,
@@ -129,6 +137,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
         spill_memory: args.spill_memory,
         key_partitions: args.key_partitions.map(|n| n as usize),
         data_page_version: args.parquet.data_page_version,
+        layouts,
     };
     let mut report = Report::new("clean");
     if args.map.is_some() || args.reduce.is_some() {
@@ -193,12 +202,13 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
 const INSPECTED_RECORDS: usize = 3;
 
 /// `--inspect`: each file, its columns and its first records, on stdout.
-fn inspect(ctx: &Context, args: &Args, crawl_ms: i64) -> Result<()> {
+fn inspect(ctx: &Context, args: &Args, layouts: &MappingFile, crawl_ms: i64) -> Result<()> {
     let mut report = Report::new("clean");
     let found = weibo_etl::clean::inspect::inspect(
         &ctx.fs,
         &args.inputs,
         args.format.0,
+        layouts,
         crawl_ms,
         INSPECTED_RECORDS,
     )

@@ -11,7 +11,8 @@ use std::io::{self, BufRead};
 
 use csv::ByteRecord;
 
-use super::mapping::{Dialect, Mapped, RawRecord};
+use super::mapping::{convert, Dialect, Mapped, RawRecord};
+use super::mapping_file::{Claim, MappingFile};
 use super::{entity_from_fields, entity_from_path, excerpt, Item};
 use crate::dataset::Reject;
 
@@ -29,6 +30,7 @@ fn record_excerpt(record: &ByteRecord) -> String {
 pub fn read_csv(
     reader: Box<dyn BufRead + Send>,
     path: &str,
+    layouts: &MappingFile,
     emit: &mut dyn FnMut(Item),
 ) -> io::Result<(Option<Dialect>, Vec<String>)> {
     // A buffer as large as the one `reader` fills: once it is drained, the parser's refills
@@ -47,16 +49,16 @@ pub fn read_csv(
     let mut record = ByteRecord::new();
     // The header row and what it maps to (`None`: no entity we know).
     let mut header: Option<(ByteRecord, Option<Mapped>)> = None;
+    // Why a header no reader takes was refused, when a layout partly fits it.
+    let mut refused = None;
     loop {
         let line = newlines.borrow_mut().line_at(csv.position().byte());
         match csv.read_byte_record(&mut record) {
             Ok(false) => {
                 let mapped = header.and_then(|(_, m)| m);
                 let dialect = mapped.as_ref().map(|m| m.dialect);
-                return Ok((
-                    dialect,
-                    mapped.and_then(|m| m.warning).into_iter().collect(),
-                ));
+                let warning = mapped.and_then(|m| m.warning).or(refused);
+                return Ok((dialect, warning.into_iter().collect()));
             }
             Ok(true) => {}
             Err(e) => {
@@ -90,7 +92,13 @@ pub fn read_csv(
                         .to_string()
                 })
                 .collect();
-            let mapped = header_mapping(&names, path);
+            let mapped = match header_mapping(&names, path, layouts) {
+                Ok(mapped) => Some(mapped),
+                Err(why) => {
+                    refused = why;
+                    None
+                }
+            };
             // A first line no field of which could name a column (numbers and blanks) is a
             // header-less file's first record: refused with the rest, not eaten as a header.
             let number = |t: &str| t.parse::<f64>().is_ok();
@@ -184,7 +192,14 @@ pub fn read_csv(
         if mapped.dialect == Dialect::WeiboCrawlerPosts {
             super::weibo_crawler_json::mark_capped_counts(entity, &mut raw);
         }
-        if bad_encoding {
+        if let Err(reason) = convert(&mut raw, &mapped.conversions) {
+            emit(Item::Rejected {
+                line,
+                entity: Some(entity),
+                reason,
+                excerpt: record_excerpt(&record),
+            });
+        } else if bad_encoding {
             emit(Item::Rejected {
                 line,
                 entity: Some(entity),
@@ -263,8 +278,12 @@ pub type Columns = Vec<(String, Option<&'static str>)>;
 /// How a CSV header row is read, for `clean --inspect`: its entity, and each column with the
 /// canonical field it fills, then the fields the path gives (the uid of a crawler's
 /// per-user file). `None` when no reader takes the header.
-pub fn header_columns(names: &[String], path: &str) -> Option<(crate::dataset::Entity, Columns)> {
-    let mapped = header_mapping(names, path)?;
+pub fn header_columns(
+    names: &[String],
+    path: &str,
+    layouts: &MappingFile,
+) -> Option<(crate::dataset::Entity, Columns)> {
+    let mapped = header_mapping(names, path, layouts).ok()?;
     let fields = mapped.entity.fields();
     let mut columns: Columns = names
         .iter()
@@ -277,34 +296,46 @@ pub fn header_columns(names: &[String], path: &str) -> Option<(crate::dataset::E
     Some((mapped.entity, columns))
 }
 
-/// What a header row maps to: a crawler's known header first, else our canonical names
-/// (the entity from the names or, failing that, from the path).
-fn header_mapping(names: &[String], path: &str) -> Option<Mapped> {
+/// What a header row maps to: a layout of the mapping file first, then a crawler's known
+/// header, else our canonical names (the entity from the names or, failing that, from the
+/// path). `Err` when no reader takes it, with why when a layout partly fits.
+fn header_mapping(
+    names: &[String],
+    path: &str,
+    layouts: &MappingFile,
+) -> Result<Mapped, Option<String>> {
     use super::weibospider::OtherHeader;
+    match layouts.header(names, path) {
+        Claim::Read(mapped) => return Ok(mapped),
+        Claim::Partial(why) => return Err(Some(why)),
+        Claim::None => {}
+    }
     let posts = super::weibospider::header(names, path)
         .or_else(|| super::weibospider::crawler_header(names, path));
-    if posts.is_some() {
-        return posts;
+    if let Some(posts) = posts {
+        return Ok(posts);
     }
     match super::weibospider::crawler_other_header(names) {
-        OtherHeader::Read(mapped) => return Some(*mapped),
+        OtherHeader::Read(mapped) => return Ok(*mapped),
         // Partly a crawler's layout: not ours either (docs/formats.md, "Detection").
-        OtherHeader::Partial => return None,
+        OtherHeader::Partial => return Err(None),
         OtherHeader::None => {}
     }
     if let Some(mapped) = super::mediacrawler::header(names) {
-        return Some(mapped);
+        return Ok(mapped);
     }
-    let entity =
-        entity_from_fields(names.iter().map(String::as_str)).or_else(|| entity_from_path(path))?;
+    let entity = entity_from_fields(names.iter().map(String::as_str))
+        .or_else(|| entity_from_path(path))
+        .ok_or(None)?;
     let mapping = names.iter().map(|n| entity.field_index(n)).collect();
-    Some(Mapped::columns(entity, mapping))
+    Ok(Mapped::columns(entity, mapping))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::dataset::Entity;
+    use crate::raw::mapping_file::NONE;
 
     /// weibo-crawler's 1000000 is its capped `100万+`; other counts pass as written.
     #[test]
@@ -333,7 +364,7 @@ mod tests {
                     4973000000000093,NuD3W003r,hi,2026-11-29,iPhone,1,2,3,2026-11-29 17:00:42\n";
         let warnings = |path: &str| {
             let cursor = Box::new(io::Cursor::new(text.as_bytes().to_vec()));
-            let (dialect, warnings) = read_csv(cursor, path, &mut |_| {}).unwrap();
+            let (dialect, warnings) = read_csv(cursor, path, &NONE, &mut |_| {}).unwrap();
             assert_eq!(dialect, Some(Dialect::WeiboCrawlerPosts));
             warnings
         };
@@ -375,6 +406,7 @@ mod tests {
         read_csv(
             Box::new(io::Cursor::new(text.as_bytes().to_vec())),
             path,
+            &NONE,
             &mut |i| out.push(i),
         )
         .unwrap();
@@ -502,7 +534,7 @@ mod tests {
                 bytes.push(b'\n');
             }
             let mut got = Vec::new();
-            read_csv(Box::new(io::Cursor::new(bytes.clone())), "/raw/f.csv", &mut |i| got.push(i))
+            read_csv(Box::new(io::Cursor::new(bytes.clone())), "/raw/f.csv", &NONE, &mut |i| got.push(i))
                 .unwrap();
             let mut reader = csv::ReaderBuilder::new()
                 .has_headers(false)
@@ -576,9 +608,12 @@ mod tests {
         let mut bytes = b"follower,followee,followed_at,crawl_time\n1,2,x\xe4\xb8,\xad\n".to_vec();
         bytes.extend_from_slice("3,4,中,\n".as_bytes());
         let mut out = Vec::new();
-        read_csv(Box::new(io::Cursor::new(bytes)), "/raw/f.csv", &mut |i| {
-            out.push(i)
-        })
+        read_csv(
+            Box::new(io::Cursor::new(bytes)),
+            "/raw/f.csv",
+            &NONE,
+            &mut |i| out.push(i),
+        )
         .unwrap();
         assert_eq!(out.len(), 2, "{out:?}");
         assert!(matches!(

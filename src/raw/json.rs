@@ -13,6 +13,7 @@ use std::io::{self, BufRead};
 use serde_json::Value;
 
 use super::mapping::{value_text, Dialect, RawRecord};
+use super::mapping_file::{Claim, MappingFile};
 use super::{entity_from_fields, excerpt, Item};
 use crate::dataset::Reject;
 
@@ -21,6 +22,7 @@ use crate::dataset::Reject;
 /// Returns what the records said the file is (`None` if no record was recognised).
 pub fn read_jsonl(
     mut reader: Box<dyn BufRead + Send>,
+    layouts: &MappingFile,
     emit: &mut dyn FnMut(Item),
 ) -> io::Result<Option<Dialect>> {
     let leading = {
@@ -30,10 +32,10 @@ pub fn read_jsonl(
             .map(|i| buf[i])
     };
     if leading == Some(b'[') {
-        return read_json_array(reader, emit);
+        return read_json_array(reader, layouts, emit);
     }
     if leading == Some(b'{') && first_record_spans_lines(reader.fill_buf()?) {
-        return read_json_stream(reader, emit);
+        return read_json_stream(reader, layouts, emit);
     }
     let mut buf = Vec::new();
     let mut line = 0u64;
@@ -57,7 +59,7 @@ pub fn read_jsonl(
             continue;
         }
         let value = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
-        if let Some(name) = emit_value(value, line, text, emit) {
+        if let Some(name) = emit_value(value, line, text, layouts, emit) {
             dialect.get_or_insert(name);
         }
     }
@@ -82,6 +84,7 @@ pub(crate) fn first_record_spans_lines(buf: &[u8]) -> bool {
 /// rest of it, as in an array.
 fn read_json_stream(
     mut reader: Box<dyn BufRead + Send>,
+    layouts: &MappingFile,
     emit: &mut dyn FnMut(Item),
 ) -> io::Result<Option<Dialect>> {
     if reader.fill_buf()?.starts_with(b"\xef\xbb\xbf") {
@@ -97,7 +100,7 @@ fn read_json_stream(
         match value {
             Ok(value) => {
                 let text = value.to_string();
-                if let Some(name) = emit_value(value, lines.get() + 1, &text, emit) {
+                if let Some(name) = emit_value(value, lines.get() + 1, &text, layouts, emit) {
                     dialect.get_or_insert(name);
                 }
             }
@@ -118,7 +121,13 @@ fn read_json_stream(
 
 /// One JSON record: a record of the entity its keys (or a crawler's shape) name, or a
 /// reject. Returns the name of the shape it was read as.
-fn emit_value(value: Value, line: u64, text: &str, emit: &mut dyn FnMut(Item)) -> Option<Dialect> {
+fn emit_value(
+    value: Value,
+    line: u64,
+    text: &str,
+    layouts: &MappingFile,
+    emit: &mut dyn FnMut(Item),
+) -> Option<Dialect> {
     let reject = |reason| Item::Rejected {
         line,
         entity: None,
@@ -129,6 +138,31 @@ fn emit_value(value: Value, line: u64, text: &str, emit: &mut dyn FnMut(Item)) -
         emit(reject(Reject::BadJson));
         return None;
     };
+    // The mapping file's layouts first: the user declared them for this crawl.
+    match layouts.record(&object) {
+        Claim::Read((dialect, entity, Ok(record))) => {
+            emit(Item::Record {
+                line,
+                entity,
+                record,
+            });
+            return Some(dialect);
+        }
+        Claim::Read((_, entity, Err(reason))) => {
+            emit(Item::Rejected {
+                line,
+                entity: Some(entity),
+                reason,
+                excerpt: excerpt(text.trim_end()),
+            });
+            return None;
+        }
+        Claim::Partial(_) => {
+            emit(reject(Reject::UnknownFormat));
+            return None;
+        }
+        Claim::None => {}
+    }
     // Known crawler shapes first (their keys would not name one of our entities).
     if let Some(records) = super::weibo_crawler_json::map(&object) {
         for (entity, record) in records {
@@ -190,12 +224,14 @@ impl<R: io::Read> io::Read for LineCounter<R> {
 /// is one `bad_json` reject at the line where it does, for the rest of it.
 fn read_json_array(
     reader: Box<dyn BufRead + Send>,
+    layouts: &MappingFile,
     emit: &mut dyn FnMut(Item),
 ) -> io::Result<Option<Dialect>> {
     use serde::de::{Deserializer, SeqAccess, Visitor};
 
     struct Elements<'a> {
         emit: &'a mut dyn FnMut(Item),
+        layouts: &'a MappingFile,
         lines: std::rc::Rc<std::cell::Cell<u64>>,
         dialect: Option<Dialect>,
     }
@@ -211,7 +247,7 @@ fn read_json_array(
             while let Some(value) = seq.next_element::<Value>()? {
                 let text = value.to_string();
                 let line = self.lines.get() + 1;
-                if let Some(name) = emit_value(value, line, &text, self.emit) {
+                if let Some(name) = emit_value(value, line, &text, self.layouts, self.emit) {
                     self.dialect.get_or_insert(name);
                 }
             }
@@ -226,6 +262,7 @@ fn read_json_array(
     };
     let mut elements = Elements {
         emit,
+        layouts,
         lines,
         dialect: None,
     };
@@ -252,11 +289,12 @@ fn read_json_array(
 mod tests {
     use super::*;
     use crate::dataset::Entity;
+    use crate::raw::mapping_file::NONE;
 
     fn items_jsonl(text: &str) -> (Vec<Item>, Option<Dialect>) {
         let mut out = Vec::new();
         let reader = Box::new(io::Cursor::new(text.as_bytes().to_vec()));
-        let dialect = read_jsonl(reader, &mut |i| out.push(i)).unwrap();
+        let dialect = read_jsonl(reader, &NONE, &mut |i| out.push(i)).unwrap();
         (out, dialect)
     }
 
@@ -369,6 +407,7 @@ mod tests {
         let mut out = Vec::new();
         read_jsonl(
             Box::new(io::Cursor::new(text.as_bytes().to_vec())),
+            &NONE,
             &mut |i| out.push(i),
         )
         .unwrap();

@@ -7,15 +7,16 @@
 //! the readers form no circle (the CSV and JSON readers, `canonical` and `json`, alone call
 //! the dialects, to choose among them).
 
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::dataset::Entity;
+use crate::dataset::{Entity, Reject};
 
 /// What a file was read as: the shape of one crawler (and version range) or of our own
-/// formats. Its kebab-case name is what reports and `--format` say (docs/formats.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// formats, or a layout of the run's mapping file. Its name is what reports and `--format`
+/// say (docs/formats.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dialect {
     /// Our CSV with a header (§1).
     CanonicalCsv,
@@ -47,10 +48,41 @@ pub enum Dialect {
     /// A public graph as a MatrixMarket coordinate file, or a plain `src dst` edge list.
     MatrixMarket,
     EdgeList,
+    /// A layout of the mapping file (`clean --mapping`), by its name.
+    Mapping(&'static str),
+}
+
+impl Serialize for Dialect {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 impl Dialect {
-    /// The kebab-case name.
+    /// Every dialect we ship (a mapping file's layout may not take one of their names).
+    pub const BUILT_IN: [Dialect; 19] = [
+        Dialect::CanonicalCsv,
+        Dialect::CanonicalJsonl,
+        Dialect::CanonicalJson,
+        Dialect::AminerNetwork,
+        Dialect::AminerUidlist,
+        Dialect::NghuyongJsonl,
+        Dialect::NghuyongJson,
+        Dialect::MediacrawlerCsv,
+        Dialect::MediacrawlerJsonl,
+        Dialect::MediacrawlerJson,
+        Dialect::WeiboCrawlerPosts,
+        Dialect::WeiboCrawlerUsers,
+        Dialect::WeiboCrawlerComments,
+        Dialect::WeiboCrawlerJson,
+        Dialect::WeibospiderPosts,
+        Dialect::FollowExport,
+        Dialect::WeiboSearch,
+        Dialect::MatrixMarket,
+        Dialect::EdgeList,
+    ];
+
+    /// The kebab-case name, or the mapping layout's own.
     pub fn name(self) -> &'static str {
         match self {
             Dialect::CanonicalCsv => "canonical-csv",
@@ -72,6 +104,7 @@ impl Dialect {
             Dialect::WeiboSearch => "weibo-search",
             Dialect::MatrixMarket => "matrix-market",
             Dialect::EdgeList => "edge-list",
+            Dialect::Mapping(name) => name,
         }
     }
 
@@ -216,6 +249,9 @@ pub struct Mapped {
     pub dialect: Dialect,
     /// What the report should say about the whole file (a uid the path does not give).
     pub warning: Option<String>,
+    /// Fields whose values are written otherwise than the cleaner reads them (a mapping
+    /// file's times and ids), converted once a row is mapped.
+    pub conversions: Vec<(usize, Convert)>,
 }
 
 impl Mapped {
@@ -230,6 +266,7 @@ impl Mapped {
             mediacrawler: None,
             dialect: Dialect::CanonicalCsv,
             warning: None,
+            conversions: Vec::new(),
         }
     }
 
@@ -369,4 +406,63 @@ pub(crate) mod tests {
             ]
         );
     }
+}
+
+/// How a mapped value becomes the text the cleaner reads (a mapping file declares it).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Convert {
+    /// Written as the cleaner reads it already.
+    AsWritten,
+    /// A time in this `strftime` format: with `%z`, an instant; else Beijing wall time.
+    Time(String),
+    /// A base62 bid, turned into the numeric mid even when it has only digits.
+    Bid,
+    /// An id that went through a spreadsheet: exact only up to 15 digits.
+    Lossy,
+}
+
+/// Applies each field's conversion to `record`; `Err` is the record's reject. A value a
+/// conversion cannot read is left as written, for the cleaner to reject with its reason.
+pub fn convert(record: &mut RawRecord, conversions: &[(usize, Convert)]) -> Result<(), Reject> {
+    for (field, how) in conversions {
+        let Some(value) = record.field(*field).map(str::trim) else {
+            continue;
+        };
+        if value.is_empty() {
+            continue;
+        }
+        let converted = match how {
+            Convert::AsWritten => None,
+            Convert::Time(format) => time(value, format),
+            Convert::Bid => crate::field_rules::bid_to_mid(value)
+                .ok()
+                .map(|m| m.to_string()),
+            Convert::Lossy => {
+                let digits = value.bytes().filter(u8::is_ascii_digit).count();
+                // A spreadsheet keeps 15 significant digits: a longer id may have lost some.
+                if digits > 15 || value.contains(['E', 'e']) {
+                    return Err(Reject::LossyId);
+                }
+                None
+            }
+        };
+        if let Some(text) = converted {
+            record.set_index(*field, &text);
+        }
+    }
+    Ok(())
+}
+
+/// A time written in `format`, as text the cleaner reads: an instant with its offset, or
+/// wall time (Beijing's, as every naive crawler time); `None` when it does not fit.
+fn time(value: &str, format: &str) -> Option<String> {
+    if let Ok(t) = DateTime::parse_from_str(value, format) {
+        return Some(t.to_rfc3339());
+    }
+    if let Ok(t) = NaiveDateTime::parse_from_str(value, format) {
+        return Some(t.format("%Y-%m-%d %H:%M:%S").to_string());
+    }
+    NaiveDate::parse_from_str(value, format)
+        .ok()
+        .map(|d| d.format("%Y-%m-%d 00:00:00").to_string())
 }

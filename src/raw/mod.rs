@@ -17,6 +17,7 @@ pub mod canonical;
 pub mod edge_list;
 pub mod json;
 pub mod mapping;
+pub mod mapping_file;
 pub mod mediacrawler;
 pub mod nghuyong;
 pub mod weibo_crawler_json;
@@ -27,6 +28,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use serde::Serialize;
 
 pub use mapping::{Dialect, RawRecord};
+pub use mapping_file::MappingFile;
 
 use crate::dataset::{Entity, Reject};
 use crate::error::{Error, Result};
@@ -313,7 +315,9 @@ pub fn detect_format(name: &str, sample: &[u8]) -> Option<Format> {
 
 /// How to read the input files.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ReadOptions {
+pub struct ReadOptions<'a> {
+    /// The layouts of a mapping file (`clean --mapping`), tried before the built-in ones.
+    pub layouts: Option<&'a MappingFile>,
     /// The reader to use for every file; `None`: detected per file.
     pub format: Option<Format>,
     /// A compressed file that breaks off (truncated or corrupt `.gz`/`.zst`) becomes one
@@ -336,9 +340,10 @@ fn is_corruption(compression: &str, e: &io::Error) -> bool {
 pub fn read_file(
     fs: &FileSystems,
     file: &FileEntry,
-    options: ReadOptions,
+    options: ReadOptions<'_>,
     emit: &mut dyn FnMut(Item),
 ) -> Result<FileSummary> {
+    let layouts = options.layouts.unwrap_or(&mapping_file::NONE);
     let name = file.location.file_name().unwrap_or_default();
     let path_hint = file.location.to_string();
     let summary = |compression, encoding| FileSummary {
@@ -412,16 +417,15 @@ pub fn read_file(
     let mut warnings = Vec::new();
     // What the header or the records said the file is, more precisely than its format.
     let read: io::Result<Option<Dialect>> = match format {
-        Some(Format::CanonicalCsv) => {
-            canonical::read_csv(reader, &path_hint, &mut emit).map(|(dialect, w)| {
+        Some(Format::CanonicalCsv) => canonical::read_csv(reader, &path_hint, layouts, &mut emit)
+            .map(|(dialect, w)| {
                 for w in &w {
                     log::warn!("{path_hint}: {w}");
                 }
                 warnings = w;
                 dialect
-            })
-        }
-        Some(Format::CanonicalJsonl) => json::read_jsonl(reader, &mut emit),
+            }),
+        Some(Format::CanonicalJsonl) => json::read_jsonl(reader, layouts, &mut emit),
         Some(Format::AminerNetwork) => {
             let uids = aminer_uidlist(fs, file)?;
             // The id base takes a first pass over the file: its ids against the list.

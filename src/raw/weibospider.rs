@@ -268,7 +268,7 @@ pub fn crawler_other_header(names: &[String]) -> OtherHeader {
 /// The author's uid from a posts file's numeric stem (`<uid>.csv`, as both crawlers name
 /// them), as a constant field; else none, and a warning for the report: the file's posts
 /// then have no author.
-fn uid_from_path(entity: Entity, path: &str) -> (Vec<(usize, String)>, Option<String>) {
+pub(super) fn uid_from_path(entity: Entity, path: &str) -> (Vec<(usize, String)>, Option<String>) {
     let name = path.rsplit('/').next().unwrap_or_default();
     let stem = name.split('.').next().unwrap_or_default();
     if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {

@@ -38,7 +38,7 @@ use super::Entity;
 use crate::dataset::partition::{self, Staged};
 use crate::error::{Error, Result};
 use crate::hdfs::{FileEntry, FileSystems};
-use crate::raw::{FileSummary, Format};
+use crate::raw::{FileSummary, Format, MappingFile};
 
 /// What to clean and where to put it.
 #[derive(Clone, Debug)]
@@ -65,6 +65,8 @@ pub struct CleanOptions {
     /// Parquet data page version of the output: 2 (values compressed on their own, with no
     /// copy into a page buffer first) or 1 (for readers that predate version 2 pages).
     pub data_page_version: u8,
+    /// Layouts we do not ship, from `--mapping` (docs/formats.md, "Your own layout").
+    pub layouts: MappingFile,
 }
 
 /// Counts for one entity.

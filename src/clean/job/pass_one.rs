@@ -205,6 +205,7 @@ fn read_one(
             let mut pending: Vec<Item> = Vec::with_capacity(CHUNK_ROWS);
             let mut receiver_gone = false;
             let read = raw::ReadOptions {
+                layouts: Some(&options.layouts),
                 format: options.format,
                 skip_corrupt_files: options.skip_corrupt_files,
                 head_bytes: None,
