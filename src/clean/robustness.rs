@@ -9,17 +9,22 @@ use crate::clean::clean_record;
 use crate::dataset::Entity;
 use crate::raw::canonical::read_csv;
 use crate::raw::json::{first_record_spans_lines, read_jsonl};
-use crate::raw::Item;
+use crate::raw::{Item, MappingFile};
 use proptest::prelude::*;
 use serde_json::Value;
 
+/// The sample fork's mapping file: its layouts are tried before the built-in ones on every
+/// input here, so they run on rubbish too and must not take what is not theirs.
+static FORK: std::sync::LazyLock<MappingFile> = std::sync::LazyLock::new(|| {
+    let text = include_str!("../../sample_data/crawlers/fork-mapped/_mapping.toml");
+    MappingFile::parse(text, "_mapping.toml").unwrap()
+});
+
 fn run_jsonl(bytes: &[u8]) -> Vec<Item> {
     let mut out = Vec::new();
-    read_jsonl(
-        Box::new(io::Cursor::new(bytes.to_vec())),
-        &crate::raw::mapping_file::NONE,
-        &mut |i| out.push(i),
-    )
+    read_jsonl(Box::new(io::Cursor::new(bytes.to_vec())), &FORK, &mut |i| {
+        out.push(i)
+    })
     .unwrap();
     out
 }
@@ -117,6 +122,10 @@ const CSV_DIALECTS: &[(&str, &str)] = &[
         "/raw/weibo/追加/1259110474.csv",
         include_str!("../../sample_data/crawlers/weibo-crawler/weibo/追加/1259110474.csv"),
     ),
+    (
+        "/raw/fork/weibo/1669879400.csv",
+        include_str!("../../sample_data/crawlers/fork-mapped/weibo/1669879400.csv"),
+    ),
 ];
 
 /// The crawler JSON lines files of `sample_data/` (each record is mapped by its keys).
@@ -141,6 +150,7 @@ const JSONL_DIALECTS: &[&str] = &[
     include_str!("../../sample_data/crawlers/nghuyong-2020/Reposts.json"),
     include_str!("../../sample_data/crawlers/nghuyong-2020/Users.json"),
     include_str!("../../sample_data/crawlers/weibo-crawler/weibo_data/王一博/1500000023.json"),
+    include_str!("../../sample_data/crawlers/fork-mapped/comments.jsonl"),
 ];
 
 /// A crawler's records pretty-printed one after another (a stream, not lines).
@@ -152,7 +162,7 @@ fn run_csv_at(bytes: &[u8], path: &str) -> Vec<Item> {
     read_csv(
         Box::new(io::Cursor::new(bytes.to_vec())),
         path,
-        &crate::raw::mapping_file::NONE,
+        &FORK,
         &mut |i| out.push(i),
     )
     .unwrap();
