@@ -1,6 +1,6 @@
 //! CSV files: our own canonical raw format (§1 of the raw-format spec, a header naming the
 //! canonical fields of one entity), and the crawlers' CSV layouts, each chosen by the columns
-//! of its header ([`super::weibospider`], [`super::mediacrawler`]). JSON is [`super::json`]'s.
+//! of its header ([`super::mapping_file`], [`super::weibo_crawler_csv`], [`super::mediacrawler`]). JSON is [`super::json`]'s.
 //!
 //! Invariants: every physical CSV record becomes exactly one [`Item`], at the line it starts
 //! on; a CSV row with a field count its header's layout does not allow is rejected as
@@ -296,30 +296,27 @@ pub fn header_columns(
     Some((mapped.entity, columns))
 }
 
-/// What a header row maps to: a layout of the mapping file first, then a crawler's known
-/// header, else our canonical names (the entity from the names or, failing that, from the
+/// What a header row maps to: a layout of the mapping file first, then weibo-crawler's
+/// posts, the built-in declared layouts and MediaCrawler's, else our canonical names (the entity from the names or, failing that, from the
 /// path). `Err` when no reader takes it, with why when a layout partly fits.
 fn header_mapping(
     names: &[String],
     path: &str,
     layouts: &MappingFile,
 ) -> Result<Mapped, Option<String>> {
-    use super::weibospider::OtherHeader;
     match layouts.header(names, path) {
         Claim::Read(mapped) => return Ok(mapped),
         Claim::Partial(why) => return Err(Some(why)),
         Claim::None => {}
     }
-    let posts = super::weibospider::header(names, path)
-        .or_else(|| super::weibospider::crawler_header(names, path));
-    if let Some(posts) = posts {
+    if let Some(posts) = super::weibo_crawler_csv::crawler_header(names, path) {
         return Ok(posts);
     }
-    match super::weibospider::crawler_other_header(names) {
-        OtherHeader::Read(mapped) => return Ok(*mapped),
+    match MappingFile::built_in().header(names, path) {
+        Claim::Read(mapped) => return Ok(mapped),
         // Partly a crawler's layout: not ours either (docs/formats.md, "Detection").
-        OtherHeader::Partial => return Err(None),
-        OtherHeader::None => {}
+        Claim::Partial(why) => return Err(Some(why)),
+        Claim::None => {}
     }
     if let Some(mapped) = super::mediacrawler::header(names) {
         return Ok(mapped);

@@ -1,9 +1,11 @@
 //! What every dialect reader maps onto, below all of them: the record a reader hands the
-//! cleaner ([`RawRecord`]), the mapping of a recognised CSV header ([`Mapped`]), the MediaCrawler columns its row fix-up reads ([`CsvTimes`]), and how a
-//! JSON value becomes a field's text ([`value_text`]).
+//! cleaner ([`RawRecord`]), the mapping of a recognised CSV header ([`Mapped`]), the
+//! MediaCrawler columns its row fix-up reads ([`CsvTimes`]), how a JSON value becomes a
+//! field's text ([`value_text`]), how a declared value is converted ([`convert`]), and the
+//! author's uid from a per-user file's name ([`uid_from_path`]).
 //!
 //! Invariants: nothing here knows a dialect's names; the dialects (`nghuyong`, `mediacrawler`,
-//! `weibospider`, `weibo_crawler_json`) import this module and never one another's types, so
+//! `weibo_crawler_csv`, `weibo_crawler_json`, `mapping_file`) import this module and never one another's types, so
 //! the readers form no circle (the CSV and JSON readers, `canonical` and `json`, alone call
 //! the dialects, to choose among them).
 
@@ -465,4 +467,21 @@ fn time(value: &str, format: &str) -> Option<String> {
     NaiveDate::parse_from_str(value, format)
         .ok()
         .map(|d| d.format("%Y-%m-%d 00:00:00").to_string())
+}
+
+/// The author's uid from a posts file's numeric stem (`<uid>.csv`, as both crawlers name
+/// them), as a constant field; else none, and a warning for the report: the file's posts
+/// then have no author.
+pub fn uid_from_path(entity: Entity, path: &str) -> (Vec<(usize, String)>, Option<String>) {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    let stem = name.split('.').next().unwrap_or_default();
+    if stem.is_empty() || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        let warning = format!(
+            "the file name {name:?} is no uid (the crawler names a user's posts <uid>.csv): \
+             its posts have no author"
+        );
+        return (Vec::new(), Some(warning));
+    }
+    let constant = entity.field_index("uid").map(|i| (i, stem.to_string()));
+    (constant.into_iter().collect(), None)
 }

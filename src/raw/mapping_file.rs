@@ -1,9 +1,10 @@
-//! A mapping file (`clean --mapping FILE`, TOML): layouts we do not ship, declared the way
-//! the built-in ones are, so that a fork's CSV or JSON is read without code
-//! (docs/formats.md, "Your own layout"). Each layout names its entity, the columns (CSV) or
-//! keys (JSON, `a.b` for a nested key) that identify it, the canonical field each column
-//! fills, how a time or an id in it is written, and whether the author's uid is the file's
-//! name.
+//! Layouts as declarations (TOML): the crawler CSV layouts we ship that a declaration
+//! describes whole ([`MappingFile::built_in`], `layouts.toml` beside this file), and a user's
+//! mapping file (`clean --mapping FILE`) for layouts we do not ship, so that a fork's CSV or
+//! JSON is read without code (docs/formats.md, "Your own layout"). Each layout names its
+//! entity, the columns (CSV) or keys (JSON, `a.b` for a nested key) that identify it, the
+//! canonical field each column fills, how a time or an id in it is written, and whether the
+//! author's uid is the file's name.
 //!
 //! Invariants: a layout reads a file (or a JSON record) only when every one of its evidence
 //! columns is there; a file with some of them, or with the whole evidence of two layouts, is
@@ -17,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::mapping::{convert, value_text, Convert, Dialect, Mapped, RawRecord};
+use super::mapping::{convert, uid_from_path, value_text, Convert, Dialect, Mapped, RawRecord};
 use crate::dataset::{Entity, Reject};
 use crate::error::{Error, Result};
 use crate::hdfs::FileSystems;
@@ -35,8 +36,9 @@ pub static NONE: MappingFile = MappingFile {
 
 #[derive(Clone, Debug)]
 struct Layout {
-    /// Leaked once per run, so that a [`Dialect`] naming it stays `Copy`.
-    name: &'static str,
+    /// A built-in dialect, or [`Dialect::Mapping`] with the user's name (leaked once per
+    /// run, so that a dialect stays `Copy`).
+    dialect: Dialect,
     entity: Entity,
     evidence: Vec<String>,
     /// Their column (or key path) → our field and how its values are written.
@@ -108,13 +110,29 @@ fn is_time(field: &str) -> bool {
 impl MappingFile {
     /// Reads a mapping file's text; `path` names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<MappingFile> {
+        MappingFile::parse_as(text, path, false)
+    }
+
+    /// The crawler CSV layouts we ship as declarations (`layouts.toml`), tried after a
+    /// user's and after the layouts that need code.
+    pub fn built_in() -> &'static MappingFile {
+        static BUILT_IN: std::sync::LazyLock<MappingFile> = std::sync::LazyLock::new(|| {
+            MappingFile::parse_as(include_str!("layouts.toml"), "layouts.toml", true)
+                .expect("the built-in layouts parse (a unit test holds it)")
+        });
+        &BUILT_IN
+    }
+
+    /// `built_in`: the names are our dialects' (else they may not be).
+    fn parse_as(text: &str, path: &str, built_in: bool) -> Result<MappingFile> {
         let bad = |reason: String| Error::Usage(format!("mapping file {path}: {reason}"));
         let spec: FileSpec = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
         let mut layouts: Vec<Layout> = Vec::new();
         for l in spec.layout {
-            let layout = Layout::of(l).map_err(&bad)?;
-            if layouts.iter().any(|o| o.name == layout.name) {
-                return Err(bad(format!("two layouts are named {:?}", layout.name)));
+            let layout = Layout::of(l, built_in).map_err(&bad)?;
+            if layouts.iter().any(|o| o.dialect == layout.dialect) {
+                let name = layout.dialect.name();
+                return Err(bad(format!("two layouts are named {name:?}")));
             }
             layouts.push(layout);
         }
@@ -148,11 +166,11 @@ impl MappingFile {
                 .map(|c| (c.1, c.2.clone()))
                 .collect();
             let (constants, warning) = match l.uid_from_path {
-                true => super::weibospider::uid_from_path(l.entity, path),
+                true => uid_from_path(l.entity, path),
                 false => (Vec::new(), None),
             };
             Mapped {
-                dialect: Dialect::Mapping(l.name),
+                dialect: l.dialect,
                 constants,
                 warning,
                 conversions,
@@ -178,7 +196,7 @@ impl MappingFile {
             let conversions: Vec<(usize, Convert)> =
                 l.columns.iter().map(|c| (c.1, c.2.clone())).collect();
             let converted = convert(&mut r, &conversions).map(|()| r);
-            (Dialect::Mapping(l.name), l.entity, converted)
+            (l.dialect, l.entity, converted)
         })
     }
 
@@ -203,17 +221,17 @@ impl MappingFile {
                         .map(String::as_str)
                         .collect();
                     Claim::Partial(format!(
-                        "partly the mapping's layout {:?}: no {}",
-                        l.name,
+                        "partly the layout {}: no {}",
+                        l.dialect.name(),
                         missing.join(", ")
                     ))
                 }
                 None => Claim::None,
             },
             _ => {
-                let names: Vec<&str> = whole.iter().map(|l| l.name).collect();
+                let names: Vec<&str> = whole.iter().map(|l| l.dialect.name()).collect();
                 Claim::Partial(format!(
-                    "the whole evidence of the mapping's layouts {}",
+                    "the whole evidence of the layouts {}",
                     names.join(" and ")
                 ))
             }
@@ -232,14 +250,21 @@ impl<T> Claim<T> {
 }
 
 impl Layout {
-    fn of(spec: LayoutSpec) -> std::result::Result<Layout, String> {
+    fn of(spec: LayoutSpec, built_in: bool) -> std::result::Result<Layout, String> {
         let name = spec.name.trim();
-        let builtin = Dialect::BUILT_IN.iter().any(|d| d.name() == name);
-        if name.is_empty() || builtin {
-            return Err(format!(
-                "{name:?} is no name for a layout (empty or built in)"
-            ));
-        }
+        let ours = Dialect::BUILT_IN.into_iter().find(|d| d.name() == name);
+        let dialect = match (ours, built_in) {
+            (Some(d), true) => d,
+            (None, false) if !name.is_empty() => {
+                Dialect::Mapping(Box::leak(name.to_string().into_boxed_str()))
+            }
+            (None, true) => return Err(format!("{name:?} is none of our dialects")),
+            _ => {
+                return Err(format!(
+                    "{name:?} is no name for a layout (empty or built in)"
+                ))
+            }
+        };
         let entity = Entity::ALL
             .into_iter()
             .find(|e| e.name() == spec.entity)
@@ -275,7 +300,7 @@ impl Layout {
             return Err(format!("layout {name:?}: {} have no uid", entity.name()));
         }
         Ok(Layout {
-            name: Box::leak(name.to_string().into_boxed_str()),
+            dialect,
             entity,
             evidence: spec.evidence,
             columns,
@@ -354,6 +379,68 @@ uid_from_path = true
             m.header(&names("uid,text"), "/w/1.csv"),
             Claim::None
         ));
+    }
+
+    fn built_in(header: &str) -> Option<(Entity, Dialect, Vec<Option<usize>>)> {
+        match MappingFile::built_in().header(&names(header), "/w/2803301701.csv") {
+            Claim::Read(m) => Some((m.entity, m.dialect, m.mapping)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn built_in_layouts_each_need_all_of_their_evidence() {
+        let users = "用户id,昵称,性别,所在地,微博数,粉丝数,关注数,简介";
+        let (entity, dialect, _) = built_in(users).unwrap();
+        assert_eq!(
+            (entity, dialect),
+            (Entity::Users, Dialect::WeiboCrawlerUsers)
+        );
+
+        let (entity, dialect, mapping) = built_in("用户id,关注者id,昵称").unwrap();
+        assert_eq!((entity, dialect), (Entity::Follows, Dialect::FollowExport));
+        let field = |f| Entity::Follows.field_index(f);
+        assert_eq!(mapping, vec![field("follower"), field("followee"), None]);
+
+        let (entity, _, _) = built_in("id,weibo_id,created_at,user_screen_name,text").unwrap();
+        assert_eq!(entity, Entity::Comments);
+
+        let search = "id,bid,user_id,用户昵称,微博正文,头条文章url,发布位置,艾特用户,话题,转发数,\
+                      评论数,点赞数,发布时间,发布工具,微博图片url,微博视频url,retweet_id";
+        let (entity, dialect, mapping) = built_in(search).unwrap();
+        assert_eq!((entity, dialect), (Entity::Posts, Dialect::WeiboSearch));
+        let field = |f| Entity::Posts.field_index(f);
+        assert_eq!(mapping[2], field("uid"));
+        assert_eq!(mapping[3], None, "a screen name is no profile");
+        assert_eq!(mapping[12], field("created_at"));
+        assert_eq!(mapping[16], field("retweet_mid"));
+
+        // weiboSpider shares 微博正文 and 发布时间 with weibo-search: its whole evidence decides.
+        let spider = "微博id,微博正文,头条文章url,原始图片url,发布位置,发布时间,发布工具,点赞数,转发数,评论数";
+        let (entity, dialect, mapping) = built_in(spider).unwrap();
+        assert_eq!(
+            (entity, dialect),
+            (Entity::Posts, Dialect::WeibospiderPosts)
+        );
+        assert_eq!(mapping[0], field("mid"));
+
+        // Part of a layout's evidence, or the whole of two: no layout, and no other reader.
+        for partial in [
+            "用户id,昵称",
+            "用户id,昵称,粉丝数",
+            &format!("{users},关注者id"),
+        ] {
+            let claim = MappingFile::built_in().header(&names(partial), "/w/u.csv");
+            assert!(matches!(claim, Claim::Partial(_)), "{partial}");
+        }
+        // None of it: another reader's file (MediaCrawler's notes share only generic names).
+        for other in [
+            "uid,screen_name",
+            "note_id,content,create_time,user_id,nickname",
+        ] {
+            let claim = MappingFile::built_in().header(&names(other), "/w/u.csv");
+            assert!(matches!(claim, Claim::None), "{other}");
+        }
     }
 
     #[test]

@@ -20,8 +20,8 @@ pub mod mapping;
 pub mod mapping_file;
 pub mod mediacrawler;
 pub mod nghuyong;
+pub mod weibo_crawler_csv;
 pub mod weibo_crawler_json;
-pub mod weibospider;
 
 use std::io::{self, BufRead, BufReader, Read};
 
