@@ -64,6 +64,7 @@ fn write_file(fs: &FileSystems, url: &str, family: &[u8], rows: &[&Cells]) -> u6
             qualifier,
             timestamp: r.ts,
             value,
+            kind: weibo_etl::hbase::hfile::TYPE_PUT,
         })
         .unwrap();
     }

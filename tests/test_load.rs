@@ -577,15 +577,20 @@ fn friends_load_writes_friend_rows_counts_and_mutual_flags() {
 const NIGHTS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
 
 /// A, B, C and D; night 1: A→B, C→B and B's post P; night 2: D→B, and A→B crawled again,
-/// P again with more reposts reported; night 3: B→A (A and B become friends), D reposts P, C
-/// comments on it.
+/// P again with more reposts reported, A crawled again without the description it had;
+/// night 3: B→A (A and B become friends), D reposts P, C comments on it.
 fn write_nights(dir: &Path) {
     let (a, b, c, d) = (1000000001i64, 1000000002i64, 1000000003i64, 1000000004i64);
     let (p, r) = (4900000000000001i64, 4900000000000002i64);
     let users = |night: usize| {
-        let mut s = String::from("uid,screen_name,crawl_time\n");
+        let mut s = String::from("uid,screen_name,description,crawl_time\n");
         for (uid, name) in [(a, "甲"), (b, "乙"), (c, "丙"), (d, "丁")] {
-            s += &format!("{uid},{name},{} 23:00:00\n", NIGHTS[night]);
+            let description = if uid == a && night == 0 {
+                "旧简介"
+            } else {
+                ""
+            };
+            s += &format!("{uid},{name},{description},{} 23:00:00\n", NIGHTS[night]);
         }
         s
     };
@@ -639,6 +644,27 @@ fn write_nights(dir: &Path) {
             std::fs::write(union.join(format!("n{night}-{name}")), text).unwrap();
         }
     }
+}
+
+/// Every cell of `user` and `post` in `ns` but the counters, without its timestamp:
+/// "table rowkey-in-hex column" → value (a cell an older night wrote and a newer record lacks
+/// must be gone).
+fn profile_cells(conn: &mut Connection, ns: &str) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for table in ["user", "post"] {
+        conn.scan_with(&format!("{ns}:{table}"), &[], |row| {
+            for (col, cell) in &row.cells {
+                if !col.starts_with(b"count:") || col.starts_with(b"count:reported") {
+                    let key: String = row.key.iter().map(|b| format!("{b:02x}")).collect();
+                    let col = String::from_utf8_lossy(col);
+                    out.insert(format!("{table} {key} {col}"), cell.value.clone());
+                }
+            }
+            true
+        })
+        .unwrap();
+    }
+    out
 }
 
 /// Every `count:` cell of `user` and `post` in `ns`: "table rowkey-in-hex column" → value.
@@ -738,6 +764,17 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
     let counters = counter_cells(&mut conn, &ns);
     assert!(counters.len() > 20, "{counters:?}");
     assert_eq!(counters, counter_cells(&mut conn, &union_ns));
+    // And the same profiles: A's description, gone from its newer record, is gone.
+    let profiles = profile_cells(&mut conn, &ns);
+    assert!(
+        profiles.keys().any(|k| k.ends_with("info:screen_name")),
+        "{profiles:?}"
+    );
+    assert!(
+        !profiles.keys().any(|k| k.ends_with("info:description")),
+        "{profiles:?}"
+    );
+    assert_eq!(profiles, profile_cells(&mut conn, &union_ns));
 
     // Rerunning night 1, or night 3 again, leaves every cell a reader sees as it was.
     let tables = ["user", "post", "post_by_mid", "follow", "fans", "user_post"];
@@ -764,7 +801,8 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
     }
 
     // Night 2 crawled late: cleaned and loaded after night 3, it folds in, and the counters
-    // are those of the nights in order.
+    // are those of the nights in order. Its loads go through HFiles (a column's delete
+    // marker in a bulk-loaded file).
     let late_clean = dir.path().join("late-clean");
     let late = cluster::Scratch::new("nights_late");
     for night in [NIGHTS[0], NIGHTS[2], NIGHTS[1]] {
@@ -777,17 +815,12 @@ fn nights_accumulate_counters_and_reruns_or_late_nights_change_nothing_seen() {
         ok(run(bin()
             .args(["-q", "--namespace", &late, "load", "--input"])
             .arg(&late_clean)
-            .args([
-                "--date",
-                night,
-                "--regions",
-                "2",
-                "--writers",
-                "2",
-            ])));
+            .args(["--date", night, "--regions", "2", "--writers", "2"])
+            .args(cluster::bulk_route(&late))));
         if night == NIGHTS[2] {
             assert_eq!(counter(&mut conn, &late, b, "count:followers"), 2);
         }
     }
     assert_eq!(counter_cells(&mut conn, &late), counters);
+    assert_eq!(profile_cells(&mut conn, &late), profiles);
 }

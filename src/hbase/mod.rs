@@ -159,6 +159,10 @@ fn row_from_thrift(r: TRowResult) -> Row {
 pub struct Put {
     pub key: Vec<u8>,
     pub cells: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Columns whose cells at or before the write's timestamp go: the record the row is
+    /// written from has no value there (a re-crawl that lost a field), so an older night's
+    /// value must not stand (docs/hbase-layout.md, "Columns a newer record lacks").
+    pub deletes: Vec<Vec<u8>>,
 }
 
 impl Put {
@@ -166,12 +170,32 @@ impl Put {
         Put {
             key: key.into(),
             cells: Vec::new(),
+            deletes: Vec::new(),
         }
     }
 
     pub fn cell(mut self, column: &str, value: impl Into<Vec<u8>>) -> Self {
         self.cells.push((column.as_bytes().to_vec(), value.into()));
         self
+    }
+
+    /// Marks `column` as having no value in this row's record.
+    pub fn delete(mut self, column: &str) -> Self {
+        self.deletes.push(column.as_bytes().to_vec());
+        self
+    }
+
+    /// The value cells, then the delete markers (empty values), with their HBase types.
+    pub fn written(&self) -> impl Iterator<Item = (&[u8], &[u8], u8)> {
+        let cells = self
+            .cells
+            .iter()
+            .map(|(c, v)| (c.as_slice(), v.as_slice(), hfile::TYPE_PUT));
+        let deletes = self
+            .deletes
+            .iter()
+            .map(|c| (c.as_slice(), &[][..], hfile::TYPE_DELETE_COLUMN));
+        cells.chain(deletes)
     }
 
     /// Bytes this put carries (key + columns + values), for throughput figures.
@@ -194,6 +218,14 @@ impl Put {
                 value: Some(value.clone()),
                 write_to_w_a_l: Some(true),
             })
+            // `mutateRowsTs` makes a delete `addColumns(family, qualifier, ts)`: every
+            // version at or before the write's timestamp, as the HFile marker does.
+            .chain(self.deletes.iter().map(|column| Mutation {
+                is_delete: Some(true),
+                column: Some(column.clone()),
+                value: None,
+                write_to_w_a_l: Some(true),
+            }))
             .collect();
         BatchMutation::new(self.key.clone(), mutations)
     }

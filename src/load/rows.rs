@@ -1,6 +1,8 @@
 //! Cleaned rows → the puts of `user` and `post` rows, and the small column readers they use.
 //! The cells are those of docs/hbase-layout.md: a column that is null in the Parquet writes
-//! no cell, so a rerun writes exactly the cells the first run wrote.
+//! no cell but a delete marker at the night's timestamp, so an older night's value does not
+//! outlive the newer record that lacks it, and a rerun writes exactly what the first run
+//! wrote.
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::TimestampMillisecondType;
@@ -59,29 +61,30 @@ pub(super) fn user_profile_put(b: &RecordBatch, i: usize, uid: i64) -> Put {
         ("location", cell::LOCATION),
         ("description", cell::DESCRIPTION),
     ] {
-        if let Some(v) = str_val(b, col, i) {
-            p = p.cell(q, v);
-        }
+        p = or_delete(p, q, str_val(b, col, i));
     }
-    if let Some(v) = bool_val(b, "verified", i) {
-        p = p.cell(cell::VERIFIED, if v { "1" } else { "0" });
-    }
-    if let Some(v) = columns::opt(columns::opt_ids(b, "verified_type"), i) {
-        p = p.cell(cell::VERIFIED_TYPE, be(v));
-    }
-    if let Some(v) = ts_col(b, "created_at").filter(|a| !a.is_null(i)) {
-        p = p.cell(cell::CREATED_AT, be(v.value(i)));
-    }
+    let verified = bool_val(b, "verified", i).map(|v| if v { "1" } else { "0" });
+    p = or_delete(p, cell::VERIFIED, verified);
+    let verified_type = columns::opt(columns::opt_ids(b, "verified_type"), i);
+    p = or_delete(p, cell::VERIFIED_TYPE, verified_type.map(be));
+    let created = ts_col(b, "created_at").filter(|a| !a.is_null(i));
+    p = or_delete(p, cell::CREATED_AT, created.map(|a| be(a.value(i))));
     for (col, q) in [
         ("followers_count", cell::REPORTED_FOLLOWERS),
         ("follow_count", cell::REPORTED_FOLLOWING),
         ("statuses_count", cell::REPORTED_POSTS),
     ] {
-        if let Some(v) = columns::opt(columns::opt_ids(b, col), i) {
-            p = p.cell(q, be(v));
-        }
+        p = or_delete(p, q, columns::opt(columns::opt_ids(b, col), i).map(be));
     }
     p
+}
+
+/// `column` with `value`, or its delete marker when the record has none.
+fn or_delete<V: Into<Vec<u8>>>(p: Put, column: &str, value: Option<V>) -> Put {
+    match value {
+        Some(v) => p.cell(column, v),
+        None => p.delete(column),
+    }
 }
 
 /// A `user` row holding only the counters (a user seen in follows but not in `users`, or a
@@ -118,30 +121,23 @@ pub(super) fn post_info_put(b: &RecordBatch, i: usize, key: Vec<u8>, at: i64) ->
                 "0"
             },
         );
-    if let Some(v) = str_val(b, "source", i) {
-        p = p.cell(cell::SOURCE, v);
-    }
+    p = or_delete(p, cell::SOURCE, str_val(b, "source", i));
     for (col, q) in [
         ("topics", cell::TOPICS),
         ("at_users", cell::AT_USERS),
         ("pics", cell::PICS),
     ] {
         let items = list_val(b, col, i);
-        if !items.is_empty() {
-            p = p.cell(q, items.join(","));
-        }
+        p = or_delete(p, q, (!items.is_empty()).then(|| items.join(",")));
     }
-    if let Some(r) = columns::opt(columns::opt_ids(b, "retweet_mid"), i) {
-        p = p.cell(cell::RETWEET_MID, be(r));
-    }
+    let retweet = columns::opt(columns::opt_ids(b, "retweet_mid"), i);
+    p = or_delete(p, cell::RETWEET_MID, retweet.map(be));
     for (col, q) in [
         ("reposts_count", cell::REPORTED_REPOSTS),
         ("comments_count", cell::REPORTED_COMMENTS),
         ("attitudes_count", cell::REPORTED_ATTITUDES),
     ] {
-        if let Some(v) = columns::opt(columns::opt_ids(b, col), i) {
-            p = p.cell(q, be(v));
-        }
+        p = or_delete(p, q, columns::opt(columns::opt_ids(b, col), i).map(be));
     }
     p
 }

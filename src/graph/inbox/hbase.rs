@@ -197,6 +197,7 @@ fn write_author(
             let put = Put {
                 key: keys::user_key(f),
                 cells: vec![(column.clone(), fans.to_vec())],
+                deletes: Vec::new(),
             };
             sink(Table::Inbox, put, run_ts)?;
         }
@@ -207,6 +208,7 @@ fn write_author(
         let put = Put {
             key: keys::user_key(f),
             cells: vec![(column.clone(), keys::post_key(a.uid, created, mid))],
+            deletes: Vec::new(),
         };
         sink(Table::Inbox, put, version)
     })

@@ -12,11 +12,15 @@ use super::HFileError;
 /// The KeyValue type byte of a put (`KeyValue.Type.Put`).
 pub const TYPE_PUT: u8 = 4;
 
+/// The KeyValue type byte of a column's delete marker (`KeyValue.Type.DeleteColumn`): every
+/// version of the column at or before its timestamp is gone.
+pub const TYPE_DELETE_COLUMN: u8 = 12;
+
 /// Bytes of a key beside the row, family and qualifier: row length (2), family length (1),
 /// timestamp (8) and type (1).
 pub const KEY_INFRASTRUCTURE: usize = 12;
 
-/// A put cell, borrowed from its owner.
+/// A cell (a put, or a column's delete marker), borrowed from its owner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell<'a> {
     pub row: &'a [u8],
@@ -24,6 +28,8 @@ pub struct Cell<'a> {
     pub qualifier: &'a [u8],
     pub timestamp: i64,
     pub value: &'a [u8],
+    /// [`TYPE_PUT`] or [`TYPE_DELETE_COLUMN`].
+    pub kind: u8,
 }
 
 impl<'a> Cell<'a> {
@@ -63,7 +69,7 @@ impl<'a> Cell<'a> {
         out.extend_from_slice(self.family);
         out.extend_from_slice(self.qualifier);
         out.extend_from_slice(&self.timestamp.to_be_bytes());
-        out.push(TYPE_PUT);
+        out.push(self.kind);
     }
 
     /// Appends the cell as a data block holds it: lengths, key, value, and a memstore
@@ -90,6 +96,7 @@ impl<'a> Cell<'a> {
             .then_with(|| self.family.cmp(other.family))
             .then_with(|| self.qualifier.cmp(other.qualifier))
             .then_with(|| other.timestamp.cmp(&self.timestamp))
+            .then_with(|| other.kind.cmp(&self.kind))
     }
 
     /// Reads back a key written by [`Cell::write_key`] (the value is left empty).
@@ -109,6 +116,7 @@ impl<'a> Cell<'a> {
             qualifier,
             timestamp,
             value: &[],
+            kind: *key.last()?,
         })
     }
 }

@@ -28,7 +28,7 @@ pub(crate) mod reader;
 mod tests;
 
 pub use block::Codec;
-pub use cell::Cell;
+pub use cell::{Cell, TYPE_DELETE_COLUMN, TYPE_PUT};
 pub use writer::{HFileSummary, HFileWriter, WriterOptions};
 
 /// What can go wrong while writing an HFile.

@@ -14,6 +14,7 @@ pub struct OwnedCell {
     pub qualifier: Vec<u8>,
     pub timestamp: i64,
     pub value: Vec<u8>,
+    pub kind: u8,
 }
 
 /// One block as found in the file.
@@ -125,8 +126,8 @@ fn decode_cells(data: &[u8], out: &mut Vec<OwnedCell>) -> Result<(), String> {
         let vlen = be_i32(&data[at + 4..]) as usize;
         let key = &data[at + 8..at + 8 + klen];
         let cell = super::Cell::from_key(key).ok_or("bad key")?;
-        if key[klen - 1] != super::cell::TYPE_PUT {
-            return Err("not a put".into());
+        if ![super::cell::TYPE_PUT, super::cell::TYPE_DELETE_COLUMN].contains(&cell.kind) {
+            return Err(format!("cell type {}", cell.kind));
         }
         let value = &data[at + 8 + klen..at + 8 + klen + vlen];
         at += 8 + klen + vlen;
@@ -141,6 +142,7 @@ fn decode_cells(data: &[u8], out: &mut Vec<OwnedCell>) -> Result<(), String> {
             qualifier: cell.qualifier.to_vec(),
             timestamp: cell.timestamp,
             value: value.to_vec(),
+            kind: cell.kind,
         });
     }
     Ok(())

@@ -13,6 +13,7 @@ fn cell<'a>(row: &'a [u8], qualifier: &'a [u8], ts: i64, value: &'a [u8]) -> Cel
         qualifier,
         timestamp: ts,
         value,
+        kind: TYPE_PUT,
     }
 }
 
@@ -34,6 +35,7 @@ fn write(cells: &[OwnedCell], opts: WriterOptions) -> (Vec<u8>, HFileSummary) {
             qualifier: &c.qualifier,
             timestamp: c.timestamp,
             value: &c.value,
+            kind: c.kind,
         })
         .unwrap();
     }
@@ -47,6 +49,7 @@ fn owned(row: Vec<u8>, qualifier: &[u8], ts: i64, value: Vec<u8>) -> OwnedCell {
         qualifier: qualifier.to_vec(),
         timestamp: ts,
         value,
+        kind: TYPE_PUT,
     }
 }
 
@@ -442,7 +445,7 @@ proptest! {
     ) {
         let mut cells: Vec<OwnedCell> = raw
             .into_iter()
-            .map(|(row, q, ts, value)| OwnedCell { row, family: b"d".to_vec(), qualifier: q, timestamp: ts, value })
+            .map(|(row, q, ts, value)| OwnedCell { row, family: b"d".to_vec(), qualifier: q, timestamp: ts, value, kind: TYPE_PUT })
             .collect();
         cells.sort_by(|a, b| {
             a.row.cmp(&b.row).then(a.qualifier.cmp(&b.qualifier)).then(b.timestamp.cmp(&a.timestamp))

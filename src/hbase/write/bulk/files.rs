@@ -93,6 +93,7 @@ impl<'a> FileRoller<'a> {
             qualifier: &r.qualifier,
             timestamp: r.ts,
             value,
+            kind: r.kind,
         };
         f.writer
             .append(&cell)

@@ -177,13 +177,13 @@ impl<'a> Collector<'a> {
     /// cells are numbered `seq`, `seq + 1`, … (at most `2^cell_bits` of them), and of two
     /// emissions of one cell the higher number wins.
     pub fn add(&mut self, table: Table, ts: i64, seq: u64, put: &Put) -> Result<()> {
-        if put.cells.len() >= 1 << MAX_CELL_BITS {
+        let n = put.cells.len() + put.deletes.len();
+        if n >= 1 << MAX_CELL_BITS {
             return Err(Error::Hbase {
                 op: "write HFile",
                 table: table.name().into(),
                 reason: format!(
-                    "a put of {} cells: at most {} are numbered",
-                    put.cells.len(),
+                    "a put of {n} cells: at most {} are numbered",
                     (1u64 << MAX_CELL_BITS) - 1
                 ),
             });
@@ -208,21 +208,20 @@ impl<'a> Collector<'a> {
         }
         let region = self.boundaries.region(table, &put.key);
         let bytes: usize = put
-            .cells
-            .iter()
-            .map(|(c, v)| {
+            .written()
+            .map(|(c, v, _)| {
                 let (fe, qs) = split_column(c);
                 Record::len_of(fe, put.key.len(), c.len() - qs, v.len())
             })
             .sum();
         let full = self.arena.len() + bytes > self.arena.capacity()
-            || self.entries.len() + put.cells.len() > self.entries.capacity()
+            || self.entries.len() + n > self.entries.capacity()
             // Offsets are u32: spill before the arena could outgrow them, whatever the budget.
             || self.arena.len() + bytes >= u32::MAX as usize;
         if full {
             self.spill_run()?;
         }
-        for (i, (column, value)) in put.cells.iter().enumerate() {
+        for (i, (column, value, kind)) in put.written().enumerate() {
             let (fe, qs) = split_column(column);
             let start = self.arena.len();
             Record {
@@ -234,6 +233,7 @@ impl<'a> Collector<'a> {
                 ts,
                 seq_inv: u64::MAX - (seq + i as u64),
                 value,
+                kind,
             }
             .encode(&mut self.arena);
             let key = split(&self.arena[start..]).0;

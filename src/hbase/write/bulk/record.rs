@@ -16,12 +16,14 @@ pub(super) struct Record<'a> {
     /// `u64::MAX -` the emission number, so the latest emission sorts first.
     pub(super) seq_inv: u64,
     pub(super) value: &'a [u8],
+    /// The HBase cell type: a put, or a column's delete marker.
+    pub(super) kind: u8,
 }
 
 impl Record<'_> {
     /// The bytes [`Record::encode`] appends for these field lengths.
     pub(super) fn len_of(family: usize, row: usize, qualifier: usize, value: usize) -> usize {
-        4 + 1 + 1 + family + 4 + 2 + row + qualifier + 16 + 4 + value
+        4 + 1 + 1 + family + 4 + 2 + row + qualifier + 16 + 1 + 4 + value
     }
 
     fn encoded_len(&self) -> usize {
@@ -35,7 +37,7 @@ impl Record<'_> {
 
     /// Appends `u32 key length, key, u32 value length, value` (BE). The key is `table,
     /// family length (u8), family, region (u32), row length (u16), row, qualifier, inverted
-    /// timestamp, inverted emission number`; [`cmp_keys`] orders it.
+    /// timestamp, inverted emission number, cell type`; [`cmp_keys`] orders it.
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
         let key_len = self.encoded_len() - 8 - self.value.len();
         out.extend_from_slice(&(key_len as u32).to_be_bytes());
@@ -48,6 +50,7 @@ impl Record<'_> {
         out.extend_from_slice(self.qualifier);
         out.extend_from_slice(&(!((self.ts as u64) ^ (1 << 63))).to_be_bytes());
         out.extend_from_slice(&self.seq_inv.to_be_bytes());
+        out.push(self.kind);
         out.extend_from_slice(&(self.value.len() as u32).to_be_bytes());
         out.extend_from_slice(self.value);
     }
@@ -59,7 +62,7 @@ struct Fields<'a> {
     group: &'a [u8],
     row: &'a [u8],
     qualifier: &'a [u8],
-    /// Inverted timestamp and emission number.
+    /// Inverted timestamp and emission number, and the cell type.
     tail: &'a [u8],
 }
 
@@ -67,7 +70,7 @@ fn fields(key: &[u8]) -> Fields<'_> {
     let g = group_len(key);
     let row_len = u16::from_be_bytes([key[g], key[g + 1]]) as usize;
     let row_end = g + 2 + row_len;
-    let tail = key.len() - 16;
+    let tail = key.len() - 17;
     Fields {
         group: &key[..g],
         row: &key[g + 2..row_end],
@@ -117,9 +120,10 @@ pub(super) fn group_len(key: &[u8]) -> usize {
     2 + key[1] as usize + 4
 }
 
-/// The key without the emission number: equal for two emissions of one HBase cell.
+/// The key without the emission number and the type: equal for two emissions of one HBase
+/// cell (a put and a delete marker of one column and timestamp too: the later one stands).
 pub(super) fn cell_part(key: &[u8]) -> &[u8] {
-    &key[..key.len() - 8]
+    &key[..key.len() - 9]
 }
 
 /// A key's parts, decoded into reused buffers.
@@ -131,6 +135,7 @@ pub(super) struct Decoded {
     pub(super) row: Vec<u8>,
     pub(super) qualifier: Vec<u8>,
     pub(super) ts: i64,
+    pub(super) kind: u8,
 }
 
 impl Decoded {
@@ -147,5 +152,6 @@ impl Decoded {
         self.qualifier.extend_from_slice(f.qualifier);
         let ts_desc = u64::from_be_bytes(f.tail[..8].try_into().unwrap());
         self.ts = (!ts_desc ^ (1 << 63)) as i64;
+        self.kind = f.tail[16];
     }
 }

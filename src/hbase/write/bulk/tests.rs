@@ -17,6 +17,7 @@ fn encoded(p: &Parts) -> Vec<u8> {
         ts: p.5,
         seq_inv: p.6,
         value: b"v",
+        kind: crate::hbase::hfile::TYPE_PUT,
     }
     .encode(&mut out);
     out
@@ -77,9 +78,26 @@ fn boundaries() -> Boundaries {
 /// (row, qualifier, timestamp, value) as read back.
 type ReadCell = (Vec<u8>, Vec<u8>, i64, Vec<u8>);
 
-/// Collects puts, writes the HFiles to a local folder, and reads back (table, family,
-/// region, row, qualifier, ts, value) per file with the test reader.
+/// Collects puts, writes the HFiles to a local folder, and reads back (row, qualifier, ts,
+/// value) per file ("table/family/region") with the test reader.
 fn run(puts: &[(Table, i64, Put)], budget: usize) -> Vec<(String, Vec<ReadCell>)> {
+    run_cells(puts, budget)
+        .into_iter()
+        .map(|(name, cells)| {
+            let cells = cells
+                .into_iter()
+                .map(|c| (c.row, c.qualifier, c.timestamp, c.value))
+                .collect();
+            (name, cells)
+        })
+        .collect()
+}
+
+/// [`run`], with the whole cells read back (their types too).
+fn run_cells(
+    puts: &[(Table, i64, Put)],
+    budget: usize,
+) -> Vec<(String, Vec<crate::hbase::hfile::reader::OwnedCell>)> {
     let b = boundaries();
     let spill = SpillDir::create(None, "bulk-test").unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -97,12 +115,7 @@ fn run(puts: &[(Table, i64, Put)], budget: usize) -> Vec<(String, Vec<ReadCell>)
         .iter()
         .map(|f| {
             let bytes = fs.read_to_vec(&fs.parse(&f.location).unwrap()).unwrap();
-            let parsed = crate::hbase::hfile::reader::parse(&bytes)
-                .unwrap()
-                .cells
-                .into_iter()
-                .map(|c| (c.row, c.qualifier, c.timestamp, c.value))
-                .collect();
+            let parsed = crate::hbase::hfile::reader::parse(&bytes).unwrap().cells;
             let rel = f.location.rsplit('/').take(3).collect::<Vec<_>>();
             (
                 format!(
@@ -283,5 +296,49 @@ fn files_follow_table_family_and_region_and_the_last_put_wins() {
             get("follow/r/r0"),
             vec![(vec![0x10, 2], b"t".to_vec(), 5, b"x".to_vec())]
         );
+    }
+}
+
+/// A column the record lacks is a delete marker of its own type (no value), in HBase's
+/// order among the puts; of a put and a marker of one cell, the later emission stands.
+#[test]
+fn a_missing_column_is_a_delete_marker_and_the_later_emission_wins() {
+    use crate::hbase::hfile::{TYPE_DELETE_COLUMN, TYPE_PUT};
+    let row = vec![0x10, 1];
+    let puts = vec![
+        (
+            Table::User,
+            5,
+            Put::new(row.clone())
+                .cell("info:n", "a")
+                .delete("info:d")
+                .delete("info:m"),
+        ),
+        // The same cell as the first marker, emitted later: the put stands.
+        (Table::User, 5, Put::new(row.clone()).cell("info:m", "back")),
+        (Table::User, 6, Put::new(row.clone()).delete("info:n")),
+    ];
+    for budget in [1, 1 << 30] {
+        let files = run_cells(&puts, budget);
+        assert_eq!(files.len(), 1);
+        let got: Vec<(&[u8], i64, &[u8], u8)> = files[0]
+            .1
+            .iter()
+            .map(|c| {
+                (
+                    c.qualifier.as_slice(),
+                    c.timestamp,
+                    c.value.as_slice(),
+                    c.kind,
+                )
+            })
+            .collect();
+        let want: Vec<(&[u8], i64, &[u8], u8)> = vec![
+            (b"d", 5, b"", TYPE_DELETE_COLUMN),
+            (b"m", 5, b"back", TYPE_PUT),
+            (b"n", 6, b"", TYPE_DELETE_COLUMN),
+            (b"n", 5, b"a", TYPE_PUT),
+        ];
+        assert_eq!(got, want, "budget {budget}");
     }
 }
