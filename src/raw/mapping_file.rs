@@ -41,8 +41,11 @@ struct Layout {
     dialect: Dialect,
     entity: Entity,
     evidence: Vec<String>,
-    /// Their column (or key path) → our field and how its values are written.
-    columns: Vec<(String, usize, Convert)>,
+    /// Their column (or key path) → our field.
+    columns: Vec<(String, usize)>,
+    /// Our fields whose values are written otherwise than the cleaner reads them.
+    conversions: Vec<(usize, Convert)>,
+    /// The author's uid is a CSV file's numeric name.
     uid_from_path: bool,
 }
 
@@ -147,10 +150,6 @@ impl MappingFile {
         MappingFile::parse(&text, url)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.layouts.is_empty()
-    }
-
     /// The layout whose evidence a CSV header has, as a column mapping.
     pub fn header(&self, names: &[String], path: &str) -> Claim<Mapped> {
         let has = |n: &str| names.iter().any(|x| x == n);
@@ -158,12 +157,6 @@ impl MappingFile {
             let mapping = names
                 .iter()
                 .map(|n| l.columns.iter().find(|c| c.0 == *n).map(|c| c.1))
-                .collect();
-            let conversions = names
-                .iter()
-                .filter_map(|n| l.columns.iter().find(|c| c.0 == *n))
-                .filter(|c| c.2 != Convert::AsWritten)
-                .map(|c| (c.1, c.2.clone()))
                 .collect();
             let (constants, warning) = match l.uid_from_path {
                 true => uid_from_path(l.entity, path),
@@ -173,7 +166,7 @@ impl MappingFile {
                 dialect: l.dialect,
                 constants,
                 warning,
-                conversions,
+                conversions: l.conversions.clone(),
                 ..Mapped::columns(l.entity, mapping)
             }
         })
@@ -188,14 +181,12 @@ impl MappingFile {
         let has = |k: &str| key(object, k).is_some();
         self.claim(&has).map(|l| {
             let mut r = RawRecord::new(l.entity);
-            for (theirs, field, _) in &l.columns {
+            for (theirs, field) in &l.columns {
                 if let Some(v) = key(object, theirs).and_then(value_text) {
                     r.set_index(*field, &v);
                 }
             }
-            let conversions: Vec<(usize, Convert)> =
-                l.columns.iter().map(|c| (c.1, c.2.clone())).collect();
-            let converted = convert(&mut r, &conversions).map(|()| r);
+            let converted = convert(&mut r, &l.conversions).map(|()| r);
             (l.dialect, l.entity, converted)
         })
     }
@@ -272,7 +263,7 @@ impl Layout {
         if spec.evidence.is_empty() {
             return Err(format!("layout {name:?}: no evidence columns"));
         }
-        let mut columns = Vec::new();
+        let (mut columns, mut conversions) = (Vec::new(), Vec::new());
         for (theirs, column) in spec.columns {
             let (field, time, id) = match column {
                 ColumnSpec::Field(f) => (f, None, None),
@@ -294,7 +285,10 @@ impl Layout {
                 (None, Some(IdKind::Lossy)) => Convert::Lossy,
                 (None, Some(IdKind::Mid | IdKind::Uid) | None) => Convert::AsWritten,
             };
-            columns.push((theirs, index, convert));
+            if convert != Convert::AsWritten {
+                conversions.push((index, convert));
+            }
+            columns.push((theirs, index));
         }
         if spec.uid_from_path && entity.field_index("uid").is_none() {
             return Err(format!("layout {name:?}: {} have no uid", entity.name()));
@@ -304,6 +298,7 @@ impl Layout {
             entity,
             evidence: spec.evidence,
             columns,
+            conversions,
             uid_from_path: spec.uid_from_path,
         })
     }
