@@ -930,6 +930,14 @@ mod on_the_cluster {
                     rank["rank"]["followers_carried_from"], **before,
                     "{night}: {rank}"
                 );
+                // And friends and cascades, from their outputs of the night before.
+                for (stage, key) in [("friends", "friends"), ("cascades", "cascades")] {
+                    let at = format!("{root}/_runs/{ns}/dt={night}/{stage}.json");
+                    let report: Value =
+                        serde_json::from_slice(&fs.read_to_vec(&fs.parse(&at).unwrap()).unwrap())
+                            .unwrap();
+                    assert_eq!(report[key]["carried_from"], **before, "{night}: {report}");
+                }
             }
             done.push(night);
             let date = *done.iter().max().unwrap();

@@ -251,9 +251,10 @@ impl Job {
     }
 
     /// The arguments of a stage's command (after the global options): the job's places,
-    /// the date, then the stage's options. `follows` are the committed follows nights up to
-    /// `date`, for `friends`.
-    pub fn stage_args(&self, stage: &JobStage, date: &str, follows: &[String]) -> Vec<String> {
+    /// the date, then the stage's options. `friends` gets the follows root: it reads the
+    /// committed nights up to its date, and continues from the friends of an earlier night
+    /// only when given the root (docs/nightly.md).
+    pub fn stage_args(&self, stage: &JobStage, date: &str) -> Vec<String> {
         let mut args: Vec<String> = vec![stage.stage.name().to_string()];
         let mut push = |a: &str, b: String| {
             args.push(a.to_string());
@@ -271,9 +272,7 @@ impl Job {
                 push("--output", self.place("graph", date));
             }
             Stage::Friends => {
-                for f in follows {
-                    push("--input", f.clone());
-                }
+                push("--input", format!("{}/follows", self.place("clean", date)));
                 push("--output", self.place("graph", date));
             }
         }
@@ -348,7 +347,7 @@ k = 20
         let names: Vec<&str> = job.stages.iter().map(|s| s.stage.name()).collect();
         assert_eq!(names, STAGES);
         assert_eq!(
-            job.stage_args(&job.stages[0], "2026-11-29", &[]),
+            job.stage_args(&job.stages[0], "2026-11-29"),
             [
                 "clean",
                 "--input",
@@ -361,20 +360,18 @@ k = 20
                 "0.05"
             ]
         );
-        let follows = ["hdfs:///weibo/clean/follows/dt=2026-11-28".to_string()];
         assert_eq!(
-            job.stage_args(&job.stages[2], "2026-11-29", &follows)
-                .join(" "),
-            "friends --input hdfs:///weibo/clean/follows/dt=2026-11-28 \
+            job.stage_args(&job.stages[2], "2026-11-29").join(" "),
+            "friends --input hdfs:///weibo/clean/follows \
              --output hdfs:///weibo/graph --date 2026-11-29 --load"
         );
         assert_eq!(
-            job.stage_args(&job.stages[3], "2026-11-29", &[]).join(" "),
+            job.stage_args(&job.stages[3], "2026-11-29").join(" "),
             "rank --input hdfs:///weibo/clean --output hdfs:///weibo/graph \
              --date 2026-11-29 --top 50"
         );
         assert_eq!(
-            job.stage_args(&job.stages[4], "2026-11-29", &[]).join(" "),
+            job.stage_args(&job.stages[4], "2026-11-29").join(" "),
             "inbox --input hdfs:///weibo/clean --output hdfs:///weibo/graph \
              --date 2026-11-29 --k 20"
         );
@@ -397,12 +394,12 @@ k = 20
         let job = Job::parse(FILE, "nightly.toml", &sets[..2], &env).unwrap();
         assert_eq!(job.place("raw", "2026-11-29"), "/data/w/raw/dt=2026-11-29");
         assert_eq!(job.namespace(), "test");
-        let load = job.stage_args(&job.stages[1], "2026-11-29", &[]);
+        let load = job.stage_args(&job.stages[1], "2026-11-29");
         assert_eq!(load[load.len() - 2..], ["--writers", "8"]);
         let job = Job::parse(FILE, "nightly.toml", &sets, &env).unwrap();
         assert_eq!(job.place("clean", "d"), "/data/x/clean");
         assert!(!job
-            .stage_args(&job.stages[2], "d", &[])
+            .stage_args(&job.stages[2], "d")
             .contains(&"--load".to_string()));
     }
 

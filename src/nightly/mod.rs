@@ -20,12 +20,6 @@ use crate::error::Result;
 use crate::hdfs::{FileSystems, Location};
 use crate::stage::Stage;
 
-/// The folders of `<clean>/follows` that `friends` reads for `date`, oldest first: its
-/// committed `dt=` nights up to `date`, or runs of the compacted history standing for them.
-pub fn follows_upto(fs: &FileSystems, clean: &Location, date: &str) -> Result<Vec<Location>> {
-    crate::dataset::partition::history_folders(fs, &clean.join("follows"), date)
-}
-
 /// Whether a stage's output for `date` is committed: `_SUCCESS` in its partition (for
 /// `clean`, in any entity's). `load` has no partition: its report decides alone.
 pub fn output_committed(

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use super::child;
 use super::job::{Job, JobStage};
 use super::lock::{Lock, LockOptions};
+use super::output_committed;
 use super::summary::{summary, StageOutcome};
-use super::{follows_upto, output_committed};
 use crate::error::{Error, Result, ResultExt};
 use crate::hdfs::{FileSystems, Location};
 use crate::stage::Stage;
@@ -234,19 +234,8 @@ fn stages(
             outcomes.push(outcome("skipped", report.clone()));
             continue;
         }
-        let mut follows: Vec<String> = Vec::new();
-        if stage.stage == Stage::Friends {
-            let clean = fs.parse(&job.place("clean", date))?;
-            let mut nights = follows_upto(fs, &clean, date)?;
-            let tonight = clean.join("follows").join(&format!("dt={date}"));
-            if args.dry_run && ran && !nights.contains(&tonight) {
-                // What the planned clean will commit.
-                nights.push(tonight);
-            }
-            follows = nights.iter().map(|l| l.to_string()).collect();
-        }
         let mut command = args.globals.args(job, &report_at);
-        command.extend(job.stage_args(stage, date, &follows));
+        command.extend(job.stage_args(stage, date));
         // A load cut short resumes its checkpoint, unless something before it ran again.
         if stage.stage == Stage::Load && !must && committed.is_none() {
             command.push("--resume".into());
@@ -303,21 +292,12 @@ fn stages(
             "{date}: {} of {newest} again, over the history as it is now",
             stage.stage
         );
-        let follows: Vec<String> = if stage.stage == Stage::Friends {
-            let clean = fs.parse(&job.place("clean", &newest))?;
-            follows_upto(fs, &clean, &newest)?
-                .iter()
-                .map(|l| l.to_string())
-                .collect()
-        } else {
-            Vec::new()
-        };
         let report_at = fs
             .parse(&job.date_dir(&newest))?
             .join(&format!("{}.json", stage.stage));
         fs.delete(&report_at)?;
         let mut command = args.globals.args(job, &report_at);
-        command.extend(job.stage_args(stage, &newest, &follows));
+        command.extend(job.stage_args(stage, &newest));
         launch(
             fs,
             stage.stage,

@@ -110,12 +110,14 @@ impl Base {
     ) -> Result<Option<Base>> {
         let found = partition::newest_recorded(fs, &output.join(PAIRS_TABLE), date, RECORD)?;
         let Some((then, dir)) = found else {
+            log::debug!("friends: no earlier partition recorded its nights: the full join");
             return Ok(None);
         };
         let pairs = partition::committed_parts(fs, &dir)?;
         let counts_dir = output.join(COUNTS_TABLE).join(&format!("dt={then}"));
         let counts = partition::committed_parts(fs, &counts_dir)?;
         if pairs.is_empty() || counts.is_empty() {
+            log::debug!("friends: the partition of {then} lacks its parts: the full join");
             return Ok(None);
         }
         let at = dir.join(RECORD);
@@ -126,6 +128,7 @@ impl Base {
                 reason: format!("not a friends record: {e}"),
             })?;
         let Some(new) = history::new_items(taken, &record.follows) else {
+            log::debug!("friends: the history no longer holds {then}'s nights: the full join");
             return Ok(None);
         };
         // A night the base saw, cleaned again since, may have lost edges: the full join.
@@ -144,6 +147,10 @@ impl Base {
                 .flat_map(|(t, _)| &t.files),
         )?;
         if again || new_rows.saturating_mul(BYTES_PER_NEW_ROW) > budget {
+            log::debug!(
+                "friends: a night {then} saw was cleaned again ({again}), or {new_rows} new \
+                 rows over the budget: the full join"
+            );
             return Ok(None);
         }
         Ok(Some(Base {
