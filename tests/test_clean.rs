@@ -113,6 +113,15 @@ fn clean(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
         .args(extra))
 }
 
+/// The rejects a clean into `clean` wrote for [`DATE`].
+fn rejects_of(clean: &Path) -> String {
+    let at = clean
+        .join("_rejects")
+        .join(format!("dt={DATE}"))
+        .join("rejects.jsonl");
+    fs::read_to_string(at).unwrap()
+}
+
 fn report(path: &Path) -> Value {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }
@@ -207,14 +216,10 @@ fn sample_data_gives_golden_rows_rejects_and_balanced_counts() {
         assert!(dir.join("_SUCCESS").exists(), "{entity} not committed");
         assert_golden(&format!("clean/{entity}.jsonl"), &parquet_rows(&dir));
     }
-    let rejects = fs::read_to_string(
-        out.path()
-            .join("clean/_rejects")
-            .join(format!("dt={DATE}"))
-            .join("rejects.jsonl"),
-    )
-    .unwrap();
-    assert_golden("clean/rejects.jsonl", &rejects);
+    assert_golden(
+        "clean/rejects.jsonl",
+        &rejects_of(&out.path().join("clean")),
+    );
 }
 
 #[test]
@@ -332,13 +337,7 @@ fn a_mapping_file_reads_a_fork_that_is_refused_without_it() {
     assert_eq!(comments[0]["uid"], 1195230310i64);
     assert!(comments[1]["mid"].is_null(), "a comment without its post");
     assert_eq!(r["clean"]["entities"]["comments"]["without_post"], 1);
-    let rejects = fs::read_to_string(
-        out.path()
-            .join("clean/_rejects")
-            .join(format!("dt={DATE}"))
-            .join("rejects.jsonl"),
-    )
-    .unwrap();
+    let rejects = rejects_of(&out.path().join("clean"));
     assert!(
         rejects.contains("\"bad_time\"") && rejects.contains("\"unknown_format\""),
         "{rejects}"
@@ -850,8 +849,13 @@ fn a_follow_export_after_a_users_csv_is_read_as_follows_and_leaves_the_profile_i
     assert_eq!(file("/users.csv")["format"], "weibo-crawler-users");
     let partial = file("/partial.csv");
     assert_eq!(partial["format"], Value::Null, "{partial}");
-    let rejects =
-        fs::read_to_string(out.join(format!("_rejects/dt={DATE}/rejects.jsonl"))).unwrap();
+    // The report says why: the layout it partly is, and what it lacks.
+    let why = partial["warnings"].to_string();
+    assert!(
+        why.contains("weibo-crawler-users") && why.contains("微博数"),
+        "{partial}"
+    );
+    let rejects = rejects_of(&out);
     assert!(
         rejects.contains("unknown_format") && rejects.contains("partial.csv"),
         "{rejects}"

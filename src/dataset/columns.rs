@@ -27,10 +27,7 @@ fn need<'a, T: 'a>(
 
 /// A required `Int64` column, without nulls (a null id would read as 0).
 pub fn ids<'a>(file: &FileEntry, b: &'a RecordBatch, column: &str) -> Result<&'a Int64Array> {
-    let found = b
-        .column_by_name(column)
-        .and_then(|c| c.as_primitive_opt::<Int64Type>());
-    let ids = need(file, column, found, "int64")?;
+    let ids = nullable_ids(file, b, column)?;
     if ids.null_count() > 0 {
         return Err(Error::BadInput {
             path: file.location.to_string(),
