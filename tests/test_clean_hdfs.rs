@@ -129,7 +129,7 @@ fn a_symlinked_folder_a_brace_glob_and_hdfs_give_the_same_output() {
 
     let braces = dir.path().join("braces");
     clean(
-        &format!("{sample}/{{canonical,crawlers,dirty,cascades}}"),
+        &format!("{sample}/{{canonical,crawlers,dirty,cascades,graphs}}"),
         &braces.to_string_lossy(),
     );
     assert!(
@@ -143,7 +143,7 @@ fn a_symlinked_folder_a_brace_glob_and_hdfs_give_the_same_output() {
     assert!(out.status.success(), "{}", stderr(&out));
     let hdfs_out = format!("{root}/clean");
     clean(
-        &format!("{raw}/{{canonical,crawlers,dirty,cascades}}"),
+        &format!("{raw}/{{canonical,crawlers,dirty,cascades,graphs}}"),
         &hdfs_out,
     );
     let hdfs_prefix = format!("{}{}", cluster::HDFS, raw.trim_start_matches("hdfs://"));
