@@ -82,7 +82,7 @@ pub fn inspect(
             .map(|item| sample(item, crawl_ms))
             .collect::<Result<_>>()?;
         let header = match summary.format {
-            Some(_) if summary.skipped.is_none() => first_csv_row(fs, &file)?,
+            Some(_) if summary.skipped.is_none() => first_csv_row(fs, &file, format)?,
             _ => None,
         };
         let location = file.location.to_string();
@@ -166,25 +166,28 @@ fn row_json(entity: Entity, row: &super::Row<'_>) -> Result<serde_json::Value> {
 }
 
 /// The first row of a CSV file, as its header would be read; `None` for a file that is not
-/// CSV.
-fn first_csv_row(fs: &FileSystems, file: &crate::hdfs::FileEntry) -> Result<Option<Vec<String>>> {
-    let (reader, _, _) = raw::open_text(fs, file)?;
+/// CSV (as `clean` detects it, or as `format` forces it).
+fn first_csv_row(
+    fs: &FileSystems,
+    file: &crate::hdfs::FileEntry,
+    format: Option<Format>,
+) -> Result<Option<Vec<String>>> {
+    let (mut reader, _, _) = raw::open_text(fs, file)?;
+    let name = file.location.file_name().unwrap_or_default();
+    let sample = std::io::BufRead::fill_buf(&mut reader).map_err(|e| Error::Io {
+        op: "read",
+        path: file.location.to_string(),
+        source: e,
+    })?;
+    if format.or_else(|| raw::detect_format(&name, sample)) != Some(Format::CanonicalCsv) {
+        return Ok(None);
+    }
     let mut csv = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .from_reader(std::io::Read::take(reader, HEAD_BYTES));
     let mut record = csv::StringRecord::new();
     match csv.read_record(&mut record) {
-        // A JSON record is no header (its keys are mapped record by record).
-        Ok(true)
-            if record.get(0).is_some_and(|f| {
-                f.trim_start_matches('\u{feff}')
-                    .trim_start()
-                    .starts_with(['{', '['])
-            }) =>
-        {
-            Ok(None)
-        }
         Ok(true) if record.len() > 1 => Ok(Some(
             record
                 .iter()

@@ -3,21 +3,24 @@
 //! is a [`Error::BadInput`] naming the file and the column, not a panic or a silent 0.
 
 use arrow::array::{
-    Array, AsArray, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    Array, AsArray, Int64Array, PrimitiveArray, RecordBatch, StringArray, TimestampMillisecondArray,
 };
-use arrow::datatypes::{Int64Type, TimestampMillisecondType};
+use arrow::datatypes::{ArrowPrimitiveType, Int64Type, TimestampMillisecondType};
 
 use crate::error::{Error, Result};
 use crate::hdfs::FileEntry;
 
-/// A column a job needs, or a [`Error::BadInput`] naming the file and the column (a part
-/// written by another tool may lack it).
-fn need<'a, T: 'a>(
+/// A column of type `T` a job needs, or a [`Error::BadInput`] naming the file and the column
+/// (a part written by another tool may lack it).
+fn need<'a, T: ArrowPrimitiveType>(
     file: &FileEntry,
+    b: &'a RecordBatch,
     column: &str,
-    found: Option<&'a T>,
     kind: &str,
-) -> Result<&'a T> {
+) -> Result<&'a PrimitiveArray<T>> {
+    let found = b
+        .column_by_name(column)
+        .and_then(|c| c.as_primitive_opt::<T>());
     found.ok_or_else(|| Error::BadInput {
         path: file.location.to_string(),
         line: 0,
@@ -45,10 +48,7 @@ pub fn nullable_ids<'a>(
     b: &'a RecordBatch,
     column: &str,
 ) -> Result<&'a Int64Array> {
-    let found = b
-        .column_by_name(column)
-        .and_then(|c| c.as_primitive_opt::<Int64Type>());
-    need(file, column, found, "int64")
+    need::<Int64Type>(file, b, column, "int64")
 }
 
 /// A required millisecond timestamp column (nulls allowed: an unknown time).
@@ -57,10 +57,7 @@ pub fn times<'a>(
     b: &'a RecordBatch,
     column: &str,
 ) -> Result<&'a TimestampMillisecondArray> {
-    let found = b
-        .column_by_name(column)
-        .and_then(|c| c.as_primitive_opt::<TimestampMillisecondType>());
-    need(file, column, found, "a millisecond timestamp")
+    need::<TimestampMillisecondType>(file, b, column, "a millisecond timestamp")
 }
 
 /// An optional `Int64` column: `None` when absent or of another type.

@@ -121,8 +121,9 @@ pub(in crate::clean) fn write_entity(
             for start in (0..winners.len()).step_by(step) {
                 let out = winners.slice(entity, start..winners.len().min(start + step))?;
                 dangling += count_dangling(entity, &out, known_users);
-                without_author += count_without_author(entity, &out);
-                without_post += count_without_post(entity, &out);
+                let authored = [Entity::Posts, Entity::Comments];
+                without_author += count_nulls(entity, &authored, &out, "uid");
+                without_post += count_nulls(entity, &[Entity::Comments], &out, "mid");
                 if entity == Entity::Users {
                     if let Some(uids) = out.column_by_name("uid") {
                         keys.extend_from_slice(uids.as_primitive::<Int64Type>().values());
@@ -435,24 +436,15 @@ fn gather(entity: Entity, batches: &[RecordBatch], rows: &[(usize, usize)]) -> R
     RecordBatch::try_new(schema, columns).map_err(arrow_err("batch"))
 }
 
-/// Kept posts and comments whose author is unknown (a null uid).
-fn count_without_author(entity: Entity, batch: &RecordBatch) -> u64 {
-    match entity {
-        Entity::Posts | Entity::Comments => batch
-            .column_by_name("uid")
-            .map_or(0, |uid| uid.null_count() as u64),
-        _ => 0,
+/// Kept rows with a null `column`, counted for the entities `of` only: posts and comments
+/// without an author (`uid`), comments whose post the crawl did not record (`mid`).
+fn count_nulls(entity: Entity, of: &[Entity], batch: &RecordBatch, column: &str) -> u64 {
+    if !of.contains(&entity) {
+        return 0;
     }
-}
-
-/// Kept comments whose post the crawl did not record (a null mid).
-fn count_without_post(entity: Entity, batch: &RecordBatch) -> u64 {
-    match entity {
-        Entity::Comments => batch
-            .column_by_name("mid")
-            .map_or(0, |mid| mid.null_count() as u64),
-        _ => 0,
-    }
+    batch
+        .column_by_name(column)
+        .map_or(0, |c| c.null_count() as u64)
 }
 
 fn count_dangling(entity: Entity, batch: &RecordBatch, known: &KnownUsers) -> u64 {
