@@ -49,6 +49,14 @@ pub struct Args {
     keep_cluster: bool,
 }
 
+impl Args {
+    /// The raw sample's folder.
+    fn sample_dir(&self) -> PathBuf {
+        let built = || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sample_data"));
+        self.sample.clone().unwrap_or_else(built)
+    }
+}
+
 pub fn run(ctx: &Context, args: Args) -> Result<()> {
     let mut report = Report::new("demo");
     let paths = ClusterPaths::discover();
@@ -80,10 +88,7 @@ pub fn run(ctx: &Context, args: Args) -> Result<()> {
 
 fn stages(ctx: &Context, args: &Args, report: &mut Report) -> Result<()> {
     let raw = format!("{}/dt={}", args.raw.trim_end_matches('/'), args.date);
-    let sample = args
-        .sample
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/sample_data")));
+    let sample = args.sample_dir();
     println!("[2/4] put {} into {raw}", sample.display());
     let sample = sample.to_string_lossy();
     let (files, bytes) = super::fs::put(&ctx.fs, &sample, &raw)?;
@@ -136,6 +141,12 @@ fn run_nightly(ctx: &Context, args: &Args) -> Result<String> {
         // above a nightly reject budget.
         "clean.max-reject-ratio=0.5".into(),
     ] {
+        command.extend(["--set".into(), set]);
+    }
+    // The sample's fork is a layout we do not ship: read through its mapping file.
+    let mapping = args.sample_dir().join("crawlers/fork-mapped/_mapping.toml");
+    if mapping.exists() {
+        let set = format!("clean.mapping={}", mapping.display());
         command.extend(["--set".into(), set]);
     }
     println!("[3/4] weibo-etl {}", command.join(" "));
